@@ -24,6 +24,8 @@
 //! tracepoint `cgroup:cgroup_rmdir` and looks at the directories after one; the perf-event
 //! mode looks at those whose counts stood still, as a removed cgroup's do).
 
+mod bperf_attr;
+mod bperf_programs;
 mod bpf_mode;
 mod btf;
 mod insn;

@@ -31,16 +31,18 @@ use std::path::{Path, PathBuf};
 
 use counterhal_hal::{Error, ErrorKind, EventRequest, Reading, Result};
 
+use super::bperf_attr::{attr_key, open_on_cpu};
+use super::bperf_programs::{
+    VALUE_BYTES, exit_program, failed, follower_program, leader_events, leader_program,
+    new_task_program, own_follower_program, word,
+};
 use super::bpf_mode::{bpf_error, load, per_cpu_room, possible_cpus};
 use super::btf;
-use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R6, R7, R8, R10};
-use crate::attr::Placement;
-use crate::group::ReadFormat;
-use crate::sys::PerfEventAttr;
 use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr, ProgBtf};
 
-/// perf 7.2's `sizeof(struct perf_event_attr)` (`PERF_ATTR_SIZE_VER9`): the attr map's key.
-pub const ATTR_KEY_BYTES: usize = 144;
+pub use super::bperf_attr::ATTR_KEY_BYTES;
+pub use super::bperf_programs::SharedScope;
+
 /// `ATTR_MAP_SIZE` of bpf_counter.c.
 const ATTR_MAP_ENTRIES: u32 = 16;
 /// `MAX_ENTRIES` of bperf_follower.bpf.c: the tasks one follower follows.
@@ -49,47 +51,11 @@ const FILTER_ENTRIES: u32 = 102_400;
 const LEADER: &str = "on_switch";
 /// The license of the programs (as bpf_mode's).
 const LICENSE: &std::ffi::CStr = c"Dual MIT/GPL";
-/// A `struct bpf_perf_event_value`: counter, enabled, running.
-const VALUE_BYTES: u32 = 24;
-
-/// `BPF_FUNC_map_lookup_elem`.
-const MAP_LOOKUP_ELEM: i32 = 1;
-/// `BPF_FUNC_map_update_elem`.
-const MAP_UPDATE_ELEM: i32 = 2;
-/// `BPF_FUNC_map_delete_elem`.
-const MAP_DELETE_ELEM: i32 = 3;
-/// `BPF_FUNC_get_smp_processor_id`.
-const GET_SMP_PROCESSOR_ID: i32 = 8;
-/// `BPF_FUNC_get_current_pid_tgid`.
-const GET_CURRENT_PID_TGID: i32 = 14;
-/// `BPF_FUNC_perf_event_read_value`.
-const PERF_EVENT_READ_VALUE: i32 = 55;
-/// `BPF_FUNC_probe_read_kernel`.
-const PROBE_READ_KERNEL: i32 = 113;
 
 /// Where the attr map is pinned by default: perf's `BPF_PERF_DEFAULT_ATTR_MAP_PATH` in the BPF
 /// file system under sysfs (`/sys/fs/bpf/perf_attr_map`).
 pub fn default_attr_map() -> PathBuf {
     counterhal_system::System::host().sys_file("fs/bpf/perf_attr_map")
-}
-
-/// Whose counts a shared counter adds up: perf's `enum bperf_filter_type`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SharedScope {
-    /// Every CPU (`BPERF_FILTER_GLOBAL`, `-a`): one sum per CPU.
-    AllCpus,
-    /// These CPUs (`BPERF_FILTER_CPU`, `-C`): one sum each.
-    Cpus(Vec<u32>),
-    /// These threads (`BPERF_FILTER_PID`, `-t`): one sum each.
-    Threads(Vec<u32>),
-    /// These processes, every thread (`BPERF_FILTER_TGID`, `-p`, a command), one sum each;
-    /// with `inherit`, the processes they start are added to their sums.
-    Processes {
-        /// The process ids.
-        pids: Vec<u32>,
-        /// Whether the processes they start are counted with them.
-        inherit: bool,
-    },
 }
 
 /// One event counted through a leader shared with other sessions (perf's and this crate's):
@@ -135,11 +101,6 @@ impl std::fmt::Debug for SharedCounter {
     }
 }
 
-/// A `bpf(2)` failure of this mode, with what was being done.
-fn failed(what: &str) -> impl Fn(i32) -> Error + '_ {
-    move |errno| bpf_error(what, errno)
-}
-
 fn create(
     map_type: u32,
     key: u32,
@@ -169,11 +130,6 @@ fn create(
             errno,
         )
     })
-}
-
-/// A word of `bytes` at `at`.
-fn word(bytes: &[u8], at: usize) -> u32 {
-    u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
 }
 
 /// The attr map at `path`, pinned there first where nothing is (bperf_lock_attr_map), checked
@@ -223,367 +179,6 @@ fn lock_attr_map(path: &Path) -> Result<OwnedFd> {
     }
     sys_bpf::lock(map.as_fd(), true).map_err(failed(&format!("locking the attr map {where_}")))?;
     Ok(map)
-}
-
-/// The leader program (bperf_leader.bpf.c's `on_switch`): reads its CPU's event
-/// (`events[cpu]`), puts the difference from the previous reading in `diff`, keeps the reading.
-fn leader_program(events: BorrowedFd<'_>, prev: BorrowedFd<'_>, diff: BorrowedFd<'_>) -> Vec<u64> {
-    let mut asm = Asm::default();
-    let out = asm.label();
-    asm.call(GET_SMP_PROCESSOR_ID);
-    asm.store32(R10, -4, R0);
-    asm.mov_imm(R1, 0);
-    asm.store32(R10, -8, R1);
-    for (map, keep) in [(prev, R7), (diff, R8)] {
-        asm.load_map(R1, map);
-        asm.mov(R2, R10);
-        asm.add_imm(R2, -8);
-        asm.call(MAP_LOOKUP_ELEM);
-        asm.jump_if_eq(R0, 0, out);
-        asm.mov(keep, R0);
-    }
-    asm.load_map(R1, events);
-    asm.load32(R2, R10, -4);
-    asm.mov(R3, R10);
-    asm.add_imm(R3, -32);
-    asm.mov_imm(R4, VALUE_BYTES as i32);
-    asm.call(PERF_EVENT_READ_VALUE);
-    asm.jump_if_ne(R0, 0, out);
-    for field in [0i16, 8, 16] {
-        asm.load64(R1, R10, -32 + field);
-        asm.load64(R2, R7, field);
-        asm.mov(R3, R1);
-        asm.sub(R3, R2);
-        asm.store64(R8, field, R3);
-        asm.store64(R7, field, R1);
-    }
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
-}
-
-/// The follower (bperf_follower.bpf.c's `fexit_XXX`): where `enabled` holds 1 and the task
-/// (or CPU) is in `filter`, adds `diff` to its slot of `accum`.
-fn follower_program(
-    scope: &SharedScope,
-    enabled: BorrowedFd<'_>,
-    filter: BorrowedFd<'_>,
-    diff: BorrowedFd<'_>,
-    accum: BorrowedFd<'_>,
-) -> Vec<u64> {
-    let mut asm = Asm::default();
-    let out = asm.label();
-    asm.load_map_value(R1, enabled, 0);
-    asm.load32(R1, R1, 0);
-    asm.jump_if_eq(R1, 0, out);
-    asm.mov_imm(R1, 0);
-    asm.store32(R10, -12, R1);
-    filtered(&mut asm, scope, filter, out);
-    for (map, key, keep) in [(diff, -12i32, R7), (accum, -4, R8)] {
-        asm.load_map(R1, map);
-        asm.mov(R2, R10);
-        asm.add_imm(R2, key);
-        asm.call(MAP_LOOKUP_ELEM);
-        asm.jump_if_eq(R0, 0, out);
-        asm.mov(keep, R0);
-    }
-    for field in [0i16, 8, 16] {
-        asm.load64(R1, R7, field);
-        asm.load64(R2, R8, field);
-        asm.add(R2, R1);
-        asm.store64(R8, field, R2);
-    }
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
-}
-
-/// The follower's choice of the sum to add to, at `fp - 4`: slot 0 for every CPU, else the
-/// slot `filter` gives the CPU, thread or process (by `fp - 8`), none (`goto out`) where it
-/// gives none. `r1` holds 0 on entry.
-fn filtered(asm: &mut Asm, scope: &SharedScope, filter: BorrowedFd<'_>, out: Label) {
-    match scope {
-        SharedScope::AllCpus => {
-            asm.store32(R10, -4, R1);
-            return;
-        }
-        SharedScope::Cpus(_) => asm.call(GET_SMP_PROCESSOR_ID),
-        SharedScope::Threads(_) => asm.call(GET_CURRENT_PID_TGID),
-        SharedScope::Processes { .. } => {
-            asm.call(GET_CURRENT_PID_TGID);
-            asm.rsh_imm(R0, 32);
-        }
-    }
-    asm.store32(R10, -8, R0);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -8);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
-    asm.load32(R1, R0, 0);
-    asm.store32(R10, -4, R1);
-    // A task that has exited (marked by the exit program) is counted this last time and
-    // let go, as perf's follower lets it go.
-    let keep = asm.label();
-    asm.load32(R1, R0, 4);
-    asm.jump_if_eq(R1, 0, keep);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -8);
-    asm.call(MAP_DELETE_ELEM);
-    asm.place(keep);
-}
-
-/// At `sched_process_exit` (bperf_follower.bpf.c's `on_exittask`): a followed task that
-/// exits is marked (the second word of its filter value), so that the follower counts it
-/// once more and lets it go. `pid` is the offset of `pid` in the kernel's `struct
-/// task_struct`.
-fn exit_program(filter: BorrowedFd<'_>, pid: u32) -> Vec<u64> {
-    let mut asm = Asm::default();
-    let out = asm.label();
-    asm.load64(R3, R1, 0);
-    asm.add_imm(R3, pid as i32);
-    asm.mov(R1, R10);
-    asm.add_imm(R1, -8);
-    asm.mov_imm(R2, 4);
-    asm.call(PROBE_READ_KERNEL);
-    asm.jump_if_ne(R0, 0, out);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -8);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
-    asm.mov_imm(R1, 1);
-    asm.store32(R0, 4, R1);
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
-}
-
-/// The follower where the kernel takes no program at the leader's exit: at `sched_switch`
-/// (attached after the leader, so run after it), it reads its CPU's event from the leader's
-/// `events` itself, takes the difference from its own previous reading (`prev`), and adds
-/// it as [`follower_program`] adds `diff_readings`.
-fn own_follower_program(
-    scope: &SharedScope,
-    enabled: BorrowedFd<'_>,
-    filter: BorrowedFd<'_>,
-    events: BorrowedFd<'_>,
-    prev: BorrowedFd<'_>,
-    accum: BorrowedFd<'_>,
-) -> Vec<u64> {
-    let mut asm = Asm::default();
-    let out = asm.label();
-    asm.call(GET_SMP_PROCESSOR_ID);
-    asm.store32(R10, -16, R0);
-    asm.mov_imm(R1, 0);
-    asm.store32(R10, -12, R1);
-    asm.load_map(R1, prev);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -12);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
-    asm.mov(R7, R0);
-    asm.load_map(R1, events);
-    asm.load32(R2, R10, -16);
-    asm.mov(R3, R10);
-    asm.add_imm(R3, -40);
-    asm.mov_imm(R4, VALUE_BYTES as i32);
-    asm.call(PERF_EVENT_READ_VALUE);
-    asm.jump_if_ne(R0, 0, out);
-    // The differences at -64, the reading kept.
-    for field in [0i16, 8, 16] {
-        asm.load64(R1, R10, -40 + field);
-        asm.load64(R2, R7, field);
-        asm.mov(R3, R1);
-        asm.sub(R3, R2);
-        asm.store64(R10, -64 + field, R3);
-        asm.store64(R7, field, R1);
-    }
-    asm.load_map_value(R1, enabled, 0);
-    asm.load32(R1, R1, 0);
-    asm.jump_if_eq(R1, 0, out);
-    asm.mov_imm(R1, 0);
-    filtered(&mut asm, scope, filter, out);
-    asm.load_map(R1, accum);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -4);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
-    for field in [0i16, 8, 16] {
-        asm.load64(R1, R10, -64 + field);
-        asm.load64(R2, R0, field);
-        asm.add(R2, R1);
-        asm.store64(R0, field, R2);
-    }
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
-}
-
-/// The leader's `events` map (its one perf event array), found by the ids of the maps its
-/// program uses.
-fn leader_events(program: BorrowedFd<'_>) -> Result<OwnedFd> {
-    let mut ids = [0u32; 8];
-    let mut info = vec![0u8; 232];
-    // struct bpf_prog_info: nr_map_ids at 52, map_ids at 56.
-    info[52..56].copy_from_slice(&(ids.len() as u32).to_ne_bytes());
-    info[56..64].copy_from_slice(&(ids.as_mut_ptr() as u64).to_ne_bytes());
-    sys_bpf::obj_info(program, &mut info).map_err(failed("reading the leader program's maps"))?;
-    let count = (word(&info, 52) as usize).min(ids.len());
-    for &id in &ids[..count] {
-        let Ok(map) = sys_bpf::fd_by_id(sys_bpf::BPF_MAP_GET_FD_BY_ID, id) else {
-            continue;
-        };
-        let mut map_info = [0u8; 24];
-        if sys_bpf::obj_info(map.as_fd(), &mut map_info).is_ok()
-            && word(&map_info, 0) == sys_bpf::MAP_PERF_EVENT_ARRAY
-        {
-            return Ok(map);
-        }
-    }
-    Err(Error::unsupported(
-        "the leader program uses no perf event array",
-    ))
-}
-
-/// At `task_newtask` (bperf_follower.bpf.c's `on_newtask`, TGID): a process started by a
-/// followed one (another thread group) is followed into its parent's sum. `tgid` is the
-/// offset of `tgid` in the kernel's `struct task_struct`.
-fn new_task_program(enabled: BorrowedFd<'_>, filter: BorrowedFd<'_>, tgid: u32) -> Vec<u64> {
-    let mut asm = Asm::default();
-    let out = asm.label();
-    asm.mov(R6, R1);
-    asm.load_map_value(R1, enabled, 0);
-    asm.load32(R1, R1, 0);
-    asm.jump_if_eq(R1, 0, out);
-    asm.call(GET_CURRENT_PID_TGID);
-    asm.rsh_imm(R0, 32);
-    asm.store32(R10, -4, R0);
-    // The new task's tgid, read from its task_struct (the tracepoint's first argument).
-    asm.load64(R3, R6, 0);
-    asm.add_imm(R3, tgid as i32);
-    asm.mov(R1, R10);
-    asm.add_imm(R1, -8);
-    asm.mov_imm(R2, 4);
-    asm.call(PROBE_READ_KERNEL);
-    asm.jump_if_ne(R0, 0, out);
-    asm.load32(R1, R10, -8);
-    asm.load32(R2, R10, -4);
-    asm.jump_if_eq_reg(R1, R2, out);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -4);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
-    // { accum_key: the parent's, exited: 0 }.
-    asm.load32(R1, R0, 0);
-    asm.store32(R10, -16, R1);
-    asm.mov_imm(R1, 0);
-    asm.store32(R10, -12, R1);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -8);
-    asm.mov(R3, R10);
-    asm.add_imm(R3, -16);
-    asm.mov_imm(R4, sys_bpf::BPF_NOEXIST as i32);
-    asm.call(MAP_UPDATE_ELEM);
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
-}
-
-/// The attr map's key for `request`: the attribute perf 7.2 keys it by, its event as opened
-/// by this crate, with what perf sets only when it opens a counter left as perf leaves it at
-/// that point (bperf__load runs before create_perf_stat_counter): no read format, not
-/// disabled, not inherited, no enable at exec, no sample period; `size` perf's.
-fn attr_key(request: &EventRequest) -> Result<[u8; ATTR_KEY_BYTES]> {
-    let mut attr = counting_attr(request, 0)?;
-    attr.read_format = 0;
-    attr.size = ATTR_KEY_BYTES as u32;
-    Ok(attr_bytes(&attr))
-}
-
-/// `request`'s attribute counting on a CPU from its open: not disabled, not inherited.
-fn counting_attr(request: &EventRequest, cpu: u32) -> Result<PerfEventAttr> {
-    let encoding = crate::backend::perf_encoding(request, None)?;
-    let place = Placement {
-        pid: -1,
-        cpu: cpu as i32,
-        inherit: false,
-        enable_on_exec: false,
-        pinned: false,
-        exclusive: false,
-        format: ReadFormat::Single,
-        sample_period: 0,
-    };
-    Ok(crate::attr::build_attr(&encoding, false, &place))
-}
-
-/// `request` counting on `cpu` from now (bperf's leader opens it system-wide per CPU).
-fn open_on_cpu(request: &EventRequest, cpu: u32) -> Result<OwnedFd> {
-    let mut attr = counting_attr(request, cpu)?;
-    crate::sys::perf_event_open(&mut attr, -1, cpu as i32, None, 0).map_err(|failure| {
-        let kind = match failure.errno {
-            libc::EACCES | libc::EPERM => ErrorKind::PermissionDenied,
-            _ => ErrorKind::Unsupported,
-        };
-        let detail = std::io::Error::from_raw_os_error(failure.errno);
-        Error::new(
-            kind,
-            format!("opening {} on CPU {cpu}: {detail}", request.name),
-        )
-        .with_errno(failure.errno)
-        .with_hint("a shared leader counts its event on every CPU, as perf's bperf opens it")
-    })
-}
-
-/// `attr` laid out as the kernel's `struct perf_event_attr` of [`ATTR_KEY_BYTES`]
-/// (include/uapi/linux/perf_event.h; `config4`, past this crate's struct, zero).
-fn attr_bytes(attr: &PerfEventAttr) -> [u8; ATTR_KEY_BYTES] {
-    let mut out = [0u8; ATTR_KEY_BYTES];
-    let mut at = 0;
-    let mut put = |bytes: &[u8]| {
-        out[at..at + bytes.len()].copy_from_slice(bytes);
-        at += bytes.len();
-    };
-    put(&attr.type_.to_ne_bytes());
-    put(&attr.size.to_ne_bytes());
-    for w in [
-        attr.config,
-        attr.sample_period,
-        attr.sample_type,
-        attr.read_format,
-        attr.flags,
-    ] {
-        put(&w.to_ne_bytes());
-    }
-    put(&attr.wakeup_events.to_ne_bytes());
-    put(&attr.bp_type.to_ne_bytes());
-    for w in [
-        attr.config1,
-        attr.config2,
-        attr.branch_sample_type,
-        attr.sample_regs_user,
-    ] {
-        put(&w.to_ne_bytes());
-    }
-    put(&attr.sample_stack_user.to_ne_bytes());
-    put(&attr.clockid.to_ne_bytes());
-    put(&attr.sample_regs_intr.to_ne_bytes());
-    put(&attr.aux_watermark.to_ne_bytes());
-    put(&attr.sample_max_stack.to_ne_bytes());
-    put(&attr.reserved_2.to_ne_bytes());
-    put(&attr.aux_sample_size.to_ne_bytes());
-    put(&attr.reserved_3.to_ne_bytes());
-    put(&attr.sig_data.to_ne_bytes());
-    put(&attr.config3.to_ne_bytes());
-    out
 }
 
 /// What a session takes from the leader it found or started.
@@ -1084,6 +679,7 @@ fn load_attached(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::PerfEventAttr;
     use counterhal_conformance::skip;
     use counterhal_conformance::skip::Need;
     use counterhal_hal::{Encoding, PerfAttr};
