@@ -22,6 +22,8 @@
 //! - `cgroups` (run only when named): 1,000 cgroups in the BPF and the perf-event modes
 //!   beside the BPF mode in 10, node_exporter and `perf stat --for-each-cgroup`, with what
 //!   each adds to a context switch ([`cgroups`]).
+//! - `pods` (run only when named): a node of 300 best-effort pods, this build beside the
+//!   builds in `COUNTERHAL_SERVE_OTHERS` ([`pods`]).
 //!
 //! Beside the CPU time, each scrape's latency as the scraper sees it (from the request sent
 //! to the whole answer read, a connection's set-up included for counterhal): the 99th
@@ -42,7 +44,7 @@
 //! (`/proc/PID/schedstat` is one thread's, so it would miss the connection threads.)
 //! Resident memory is `VmRSS` and `VmHWM` (the peak) from `/proc/PID/status`.
 //!
-//! Run: `cargo bench -p counterhal-cli --bench serve_cost [-- costs|busy|flat|cgroups]` as root (counting
+//! Run: `cargo bench -p counterhal-cli --bench serve_cost [-- costs|busy|flat|cgroups|pods]` as root (counting
 //! whole CPUs with perf_event_paranoid 2, and making cgroups), with Debian's
 //! `prometheus-node-exporter` (or `COUNTERHAL_NODE_EXPORTER=PATH`) for `costs` and `busy`.
 //! Every cgroup it makes is removed at the end, after a failure too; one left by a run that was killed is
@@ -59,6 +61,9 @@ use counterhal_conformance::fixtures::TestCgroup;
 #[cfg(target_os = "linux")]
 #[path = "serve_cost/cgroups.rs"]
 mod cgroups;
+#[cfg(target_os = "linux")]
+#[path = "serve_cost/pods.rs"]
+mod pods;
 
 /// The 8 events: node_exporter 1.5's software profilers (hodgesds/perf-utils'
 /// `NewSoftwareProfiler`, which its perf collector opens on each CPU) but emulation-faults.
@@ -116,6 +121,10 @@ fn main() {
     }
     if wants("flat") {
         flat(&accounting);
+    }
+    if sections.iter().any(|s| s == "pods") {
+        #[cfg(target_os = "linux")]
+        pods::pods(&accounting);
     }
     if sections.iter().any(|s| s == "cgroups") {
         #[cfg(target_os = "linux")]
