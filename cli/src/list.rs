@@ -43,8 +43,12 @@ pub struct ListArgs {
     /// The names alone, each followed by a space, as `perf list --raw-dump` prints them;
     /// PATTERN may be one of perf's words: hw, sw, cache, tracepoint, pmu, metrics,
     /// metricgroups.
-    #[arg(long, conflicts_with_all = ["json", "models", "metrics", "perf_json"])]
+    #[arg(long, alias = "raw", conflicts_with_all = ["json", "models", "metrics", "perf_json"])]
     raw_dump: bool,
+    /// Accepted as perf's `-v` (`--verbose`): the list already names each box of a PMU
+    /// (`uncore_imc_0/cas_count_read/`), as perf 6.1 does and perf 7.2 does with `-v`
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
     /// Write the list to FILE instead of standard output (perf list's -o).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<std::path::PathBuf>,

@@ -17,6 +17,7 @@ mod serve;
 mod stat;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
 mod sys;
+mod version;
 
 use std::process::ExitCode;
 
@@ -56,6 +57,7 @@ enum Command {
     Check(check::CheckArgs),
     Serve(Box<serve::ServeCommand>),
     Completions(completions::CompletionsArgs),
+    Version(version::VersionArgs),
 }
 
 const STAT: &str = "Run a command (or attach) and count events, like `perf stat`";
@@ -68,6 +70,8 @@ const CHECK: &str = "Run the conformance suite on this machine's backends and wr
 const SERVE: &str = "Serve every CPU's and cgroup's counts to Prometheus (/metrics), with their times enabled and running";
 const COMPLETIONS: &str =
     "Print the completion script of a shell (bash, zsh, fish, elvish, powershell)";
+const VERSION: &str =
+    "Print the version and, with --build-options, what this build can do, as `perf version`";
 
 /// How a subcommand's arguments are added to its command.
 type AddArguments = fn(clap::Command) -> clap::Command;
@@ -76,7 +80,7 @@ type AddArguments = fn(clap::Command) -> clap::Command;
 /// set again after them, over the arguments struct's own). Each subcommand's arguments are
 /// built only when it is the one run (or its help is asked for): building every
 /// subcommand's arguments for each run cost `stat` a tenth of its start-up.
-const SUBCOMMANDS: [(&str, &str, AddArguments); 7] = [
+const SUBCOMMANDS: [(&str, &str, AddArguments); 8] = [
     ("stat", STAT, |c| {
         stat::StatArgs::augment_args(c)
             .about(STAT)
@@ -108,6 +112,11 @@ const SUBCOMMANDS: [(&str, &str, AddArguments); 7] = [
     ("completions", COMPLETIONS, |c| {
         completions::CompletionsArgs::augment_args(c)
             .about(COMPLETIONS)
+            .long_about(None)
+    }),
+    ("version", VERSION, |c| {
+        version::VersionArgs::augment_args(c)
+            .about(VERSION)
             .long_about(None)
     }),
 ];
@@ -153,6 +162,7 @@ impl FromArgMatches for Command {
             "completions" => {
                 Command::Completions(completions::CompletionsArgs::from_arg_matches_mut(sub)?)
             }
+            "version" => Command::Version(version::VersionArgs::from_arg_matches_mut(sub)?),
             other => {
                 return Err(clap::Error::raw(
                     clap::error::ErrorKind::InvalidSubcommand,
@@ -178,6 +188,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Check(args) => check::run(args),
         Command::Serve(args) => serve::run(*args),
         Command::Completions(args) => completions::run(args),
+        Command::Version(args) => version::run(args),
     }
 }
 
