@@ -1,6 +1,6 @@
 //! Metric expressions as perf's metric tables write them: numbers (`1e9`), event names (with
 //! perf's escapes: `branch\-misses`, `INST_RETIRED.ANY`, `cpu@event\=0x3c@`), `+ - * /`,
-//! comparisons `< >`, parentheses, `A if COND else B`, `min(a, b)`, `max(a, b)`,
+//! comparisons `< >`, perf's logic `& | ^` (of threshold formulas), parentheses, `A if COND else B`, `min(a, b)`, `max(a, b)`,
 //! `d_ratio(a, b)` (a / b, 0 when b is 0), `has_event(e)`, `source_count(e)`, `<= >=`, and
 //! names the caller gives values to
 //! (`duration_time` in seconds, `#num_cpus_online`, other metrics by name).
@@ -71,6 +71,14 @@ pub enum Op {
     LessEqual,
     /// `>=` (1 or 0).
     GreaterEqual,
+    /// perf's `&`: 1 when neither is 0, else 0; with one operand unknown, 0 when the other is
+    /// 0, else unknown.
+    And,
+    /// perf's `|`: 0 when both are 0, else 1; with one operand unknown, 1 when the other is
+    /// not 0, else unknown.
+    Or,
+    /// perf's `^`: 1 when exactly one is 0, else 0; unknown when either is.
+    Xor,
 }
 
 /// A function of two arguments.
@@ -179,7 +187,7 @@ fn tokens(text: &str) -> Result<Vec<(Token, usize)>, ParseError> {
         } else if (c == '<' || c == '>') && chars.get(i + 1).map(|c| c.1) == Some('=') {
             out.push((Token::OrEqual(c), at));
             i += 2;
-        } else if "+-*/()<>,".contains(c) {
+        } else if "+-*/()<>,&|^".contains(c) {
             out.push((Token::Symbol(c), at));
             i += 1;
         } else {
@@ -290,11 +298,11 @@ impl Parser {
     }
 
     fn conditional_at_this_level(&mut self) -> Result<Expr, ParseError> {
-        let then = self.comparison()?;
+        let then = self.logic(0)?;
         if !self.keyword("if") {
             return Ok(then);
         }
-        let condition = self.comparison()?;
+        let condition = self.logic(0)?;
         if !self.keyword("else") {
             return Err(ParseError {
                 message: "expected `else`".into(),
@@ -307,6 +315,22 @@ impl Parser {
             condition: Box::new(condition),
             otherwise: Box::new(otherwise),
         })
+    }
+
+    /// perf's logic operators, loosest first (tools/perf/util/expr.y: `|`, then `^`, then
+    /// `&`, each binding looser than the comparisons): level `level` of them.
+    fn logic(&mut self, level: usize) -> Result<Expr, ParseError> {
+        const LEVELS: [(char, Op); 3] = [('|', Op::Or), ('^', Op::Xor), ('&', Op::And)];
+        let Some(&(symbol, op)) = LEVELS.get(level) else {
+            return self.comparison();
+        };
+        let first = self.logic(level + 1)?;
+        let mut rest = Vec::new();
+        while self.peek() == Some(&Token::Symbol(symbol)) {
+            self.next += 1;
+            rest.push((op, self.logic(level + 1)?));
+        }
+        Ok(chain(first, rest))
     }
 
     fn comparison(&mut self) -> Result<Expr, ParseError> {
@@ -449,6 +473,9 @@ impl Op {
             Op::Greater => ">",
             Op::LessEqual => "<=",
             Op::GreaterEqual => ">=",
+            Op::And => "&",
+            Op::Or => "|",
+            Op::Xor => "^",
         }
     }
 }
@@ -530,19 +557,39 @@ impl fmt::Display for Expr {
 }
 
 impl Op {
-    /// `a OP b`; `None` for a division by 0.
-    fn apply(self, a: f64, b: f64) -> Option<f64> {
-        Some(match self {
-            Op::Add => a + b,
-            Op::Subtract => a - b,
-            Op::Multiply => a * b,
-            Op::Divide if b == 0.0 => return None,
-            Op::Divide => a / b,
-            Op::Less => f64::from(u8::from(a < b)),
-            Op::Greater => f64::from(u8::from(a > b)),
-            Op::LessEqual => f64::from(u8::from(a <= b)),
-            Op::GreaterEqual => f64::from(u8::from(a >= b)),
-        })
+    /// `a OP b`, `None` standing for an unknown value (perf's NaN): unknown when either is,
+    /// and for a division by 0, except where perf's `&` and `|` know the answer from one
+    /// operand alone (tools/perf/util/expr.y).
+    fn apply(self, a: Option<f64>, b: Option<f64>) -> Option<f64> {
+        let truth = |holds: bool| Some(f64::from(u8::from(holds)));
+        match (self, a, b) {
+            (Op::And, Some(known), None) | (Op::And, None, Some(known)) if known == 0.0 => {
+                truth(false)
+            }
+            (Op::Or, Some(known), None) | (Op::Or, None, Some(known)) if known != 0.0 => {
+                truth(true)
+            }
+            (_, Some(a), Some(b)) => Some(match self {
+                Op::Add => a + b,
+                Op::Subtract => a - b,
+                Op::Multiply => a * b,
+                Op::Divide if b == 0.0 => return None,
+                Op::Divide => a / b,
+                Op::Less => f64::from(u8::from(a < b)),
+                Op::Greater => f64::from(u8::from(a > b)),
+                Op::LessEqual => f64::from(u8::from(a <= b)),
+                Op::GreaterEqual => f64::from(u8::from(a >= b)),
+                Op::Xor => f64::from(u8::from((a == 0.0) != (b == 0.0))),
+                Op::And => f64::from(u8::from(a != 0.0 && b != 0.0)),
+                Op::Or => f64::from(u8::from(a != 0.0 || b != 0.0)),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether `a OP b` may have a value when `a` has none (perf's `&` and `|`).
+    fn knows_from_one(self) -> bool {
+        matches!(self, Op::And | Op::Or)
     }
 }
 
@@ -556,11 +603,14 @@ impl Expr {
             Expr::Name(name) => value_of(name)?,
             Expr::Negate(inner) => -inner.evaluate(value_of)?,
             Expr::Chain { first, rest } => {
-                let mut value = first.evaluate(value_of)?;
+                let mut value = first.evaluate(value_of);
                 for (op, operand) in rest {
-                    value = op.apply(value, operand.evaluate(value_of)?)?;
+                    if value.is_none() && !op.knows_from_one() {
+                        return None;
+                    }
+                    value = op.apply(value, operand.evaluate(value_of));
                 }
-                value
+                value?
             }
             // Only the branch taken needs its events.
             Expr::If {
@@ -795,6 +845,38 @@ mod tests {
             let error = parse(text).unwrap_err();
             assert!(error.message.contains(message), "{text}: {error}");
             assert_eq!(error.at, at, "{text}: {error}");
+        }
+    }
+
+    /// perf 7.2's `&`, `|` and `^` (tools/perf/util/expr.y of linux-source-7.2): looser than
+    /// the comparisons, `&` tightest, `|` loosest; an unknown operand (perf's NaN: a division
+    /// by 0) leaves `&` 0 where the other is 0 and `|` 1 where the other is not 0, and every
+    /// other result unknown.
+    #[test]
+    fn logic_operators_bind_and_know_what_perf_7_2_does() {
+        let values = [("a", 0.3), ("b", 0.05), ("zero", 0.0)];
+        assert_eq!(eval("a > 0.2 & b > 0.1", &values), Some(0.0));
+        assert_eq!(eval("a > 0.2 | b > 0.1", &values), Some(1.0));
+        assert_eq!(eval("a > 0.2 ^ b > 0.01", &values), Some(0.0));
+        assert_eq!(eval("a > 0.2 ^ b > 0.1", &values), Some(1.0));
+        // `&` before `|`: 1 | (0 & 0).
+        assert_eq!(eval("1 | 0 & 0", &values), Some(1.0));
+        assert_eq!(eval("(1 | 0) & 0", &values), Some(0.0));
+        // `^` between them: (1 ^ 1) | 0, and 0 ^ (1 & 1).
+        assert_eq!(eval("1 ^ 1 | 0", &values), Some(0.0));
+        assert_eq!(eval("0 ^ 1 & 1", &values), Some(1.0));
+        let unknown = "(a / zero)";
+        assert_eq!(eval(&format!("{unknown} & 0"), &values), Some(0.0));
+        assert_eq!(eval(&format!("0 & {unknown}"), &values), Some(0.0));
+        assert_eq!(eval(&format!("{unknown} & 1"), &values), None);
+        assert_eq!(eval(&format!("{unknown} | 1"), &values), Some(1.0));
+        assert_eq!(eval(&format!("0 | {unknown}"), &values), None);
+        assert_eq!(eval(&format!("{unknown} ^ 0"), &values), None);
+        assert_eq!(eval(&format!("{unknown} > 1"), &values), None);
+        assert_eq!(eval("a > 0.2 & missing > 1", &values), None);
+        for text in ["a > 0.2 & b > 0.1 | a ^ b", "(a | b) & a"] {
+            let parsed = parse(text).unwrap();
+            assert_eq!(parse(&parsed.to_string()).unwrap(), parsed, "{text}");
         }
     }
 }

@@ -42,7 +42,7 @@ pub use error::{EventError, EventErrorKind};
 #[doc(hidden)]
 pub use metrics::shipped_metrics_lookups_on_this_thread;
 pub use metrics::{
-    Metric, MetricAlias, MetricTable, metric_alias, metric_aliases, parse_metrics,
+    Metric, MetricAlias, MetricTable, Threshold, metric_alias, metric_aliases, parse_metrics,
     shipped_metric_models, shipped_metrics,
 };
 pub use model::{

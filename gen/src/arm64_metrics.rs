@@ -104,6 +104,7 @@ pub fn tables(arch: &Path, version: &str) -> Result<Vec<GenMetrics>, GenError> {
                 expression: expression.split_whitespace().collect::<Vec<_>>().join(" "),
                 scale,
                 unit,
+                threshold: None,
             });
         }
         let mut file = relative;

@@ -73,6 +73,8 @@ pub struct GenMetric {
     pub scale: f64,
     /// The unit printed after it.
     pub unit: String,
+    /// perf's `MetricThreshold` in our syntax (0 where the value is good), if it has one.
+    pub threshold: Option<String>,
 }
 
 /// One model's metrics.
@@ -239,6 +241,7 @@ fn perfmon_metric(entry: &Value, file: &str) -> Result<GenMetric, GenError> {
         expression: substituted(formula, &aliases),
         scale: 1.0,
         unit: text(entry, "UnitOfMeasure").to_string(),
+        threshold: None,
     })
 }
 
@@ -374,6 +377,9 @@ pub fn metrics_toml(table: &GenMetrics) -> String {
         }
         if !metric.unit.is_empty() {
             let _ = writeln!(out, "unit = {}", quoted(&metric.unit));
+        }
+        if let Some(threshold) = &metric.threshold {
+            let _ = writeln!(out, "threshold = {}", quoted(threshold));
         }
     }
     out

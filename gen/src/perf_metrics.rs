@@ -268,6 +268,7 @@ fn read_metrics(
                 expression,
                 scale,
                 unit,
+                threshold: threshold(entry),
             },
             description: text(entry, "BriefDescription").to_string(),
             core: match text(entry, "Unit") {
@@ -319,6 +320,15 @@ fn drop_readers_of_left_out(table: &mut PerfTable) {
     }
 }
 
+/// perf's `MetricThreshold` of `entry` in our syntax ([`ours`], with perf's `&`, `|` and `^`,
+/// which thresholds use and counterhal's evaluator takes), if it has one our evaluator takes.
+fn threshold(entry: &Value) -> Option<String> {
+    match text(entry, "MetricThreshold") {
+        "" => None,
+        threshold => convert(threshold, true).ok(),
+    }
+}
+
 fn text<'v>(entry: &'v Value, key: &str) -> &'v str {
     entry.get(key).and_then(Value::as_str).unwrap_or("")
 }
@@ -329,6 +339,11 @@ fn text<'v>(entry: &'v Value, key: &str) -> &'v str {
 /// # Errors
 /// A function or operator our evaluator lacks, or a formula our parser refuses.
 pub fn ours(text: &str) -> Result<String, String> {
+    convert(text, false)
+}
+
+/// [`ours`], with perf's `&`, `|` and `^` kept as they are where `logic` (a threshold's).
+fn convert(text: &str, logic: bool) -> Result<String, String> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len() + 16);
     let mut i = 0;
@@ -371,6 +386,9 @@ pub fn ours(text: &str) -> Result<String, String> {
                 }
                 _ => out.push_str(&with_terms(&name)),
             }
+        } else if logic && matches!(c, '&' | '|' | '^') {
+            out.push(c);
+            i += 1;
         } else if c == '&' {
             // `has_event(A) & has_event(B)`: both 0 or 1, so their product.
             let before = out.trim_end();

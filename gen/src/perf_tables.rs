@@ -237,6 +237,11 @@ pub fn merge(ours: &mut GenMetrics, perf: &PerfTable, version: &str) {
             .filter(|m| added.contains(&m.metric.name))
             .map(|m| GenMetric {
                 expression: replace_reads(&m.metric.expression, &|name| alike.get(name).cloned()),
+                threshold: m
+                    .metric
+                    .threshold
+                    .as_ref()
+                    .map(|t| replace_reads(t, &|name| alike.get(name).cloned())),
                 ..m.metric.clone()
             }),
     );
@@ -445,6 +450,7 @@ mod tests {
             expression: expression.into(),
             scale,
             unit: String::new(),
+            threshold: None,
         }
     }
 

@@ -327,6 +327,9 @@ fn expression(
                     Op::Greater => "> bool",
                     Op::LessEqual => "<= bool",
                     Op::GreaterEqual => ">= bool",
+                    Op::And | Op::Or | Op::Xor => {
+                        return Err("uses perf's `&`, `|` or `^`".to_string());
+                    }
                 };
                 joined = join(joined, op, inner(operand)?);
             }

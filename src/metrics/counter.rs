@@ -4,7 +4,9 @@
 
 use counterhal_hal::{Group, OpenOptions, Reading};
 
-use super::{MetricDef, NamedReading, System, chosen, evaluate, events_needed, readable};
+use super::{
+    MetricDef, NamedReading, System, Threshold, chosen, classify, evaluate, events_needed, readable,
+};
 use crate::{AnyGroup, Chosen, Error, EventSet, Result, Target};
 
 /// Metrics opened on a target by [`Chosen::open_metrics`]: the events they read, counted as
@@ -36,6 +38,9 @@ pub struct MetricValue {
     pub value: Option<f64>,
     /// What the value is in (`insn per cycle`, `faults/sec`, `%`).
     pub unit: &'static str,
+    /// How the value stands against the metric's threshold ([`classify`]); `None` where it
+    /// has none or the threshold has no value.
+    pub threshold: Option<Threshold>,
 }
 
 impl Chosen {
@@ -165,6 +170,7 @@ impl MetricSet {
                 name: metric.name,
                 value: evaluate(&self.system, metric, &counted, length_ns),
                 unit: metric.unit,
+                threshold: classify(&self.system, metric, &counted, length_ns),
             })
             .collect())
     }

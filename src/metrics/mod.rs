@@ -18,6 +18,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+/// How a metric's value stands against its threshold ([`classify`]).
+pub use counterhal_events::Threshold;
 use counterhal_events::expression;
 use counterhal_events::{Metric, MetricTable, shipped_metric_models, shipped_metrics};
 
@@ -101,6 +103,8 @@ pub struct MetricDef {
     /// The parsed formula, made when the metric is first planned or evaluated: a portable
     /// formula parsed, a model's taken from its compiled-in form.
     formula: OnceLock<Result<Expr, String>>,
+    /// The threshold formula, taken from its compiled-in form when first asked for.
+    threshold: OnceLock<Option<Expr>>,
 }
 
 /// Where a metric's formula comes from.
@@ -129,7 +133,21 @@ impl MetricDef {
             unit,
             model,
             formula: OnceLock::new(),
+            threshold: OnceLock::new(),
         }
+    }
+
+    /// The threshold formula, if the metric has one (perf's `MetricThreshold`, of the tables
+    /// taken from perf's: a portable metric has none): it reads the metric by its name (its
+    /// value before [`scale`](MetricDef::scale)), other metrics and events, and is 0 where the
+    /// value is good ([`classify`]).
+    pub fn threshold(&self) -> Option<&Expr> {
+        self.threshold
+            .get_or_init(|| match self.source {
+                Source::Text(_) => None,
+                Source::Shipped(metric) => metric.threshold(),
+            })
+            .as_ref()
     }
 
     /// The formula in perf's syntax (a model's written from its parsed form).
@@ -627,6 +645,21 @@ pub fn evaluate<C: Counted>(
     value(system, metric, events, length_ns, 0).map(|v| v * metric.scale)
 }
 
+/// How `metric`'s value over `events` stands against its threshold, as perf 7.2 classifies
+/// it (tools/perf/util/stat-shadow.c): its threshold formula evaluated over the same values,
+/// 0 [`Threshold::Good`], any other number [`Threshold::Bad`]; `None` where the metric has no
+/// threshold or the formula no value (a metric or event it reads that was not counted, a
+/// division by 0).
+pub fn classify<C: Counted>(
+    system: &System,
+    metric: &MetricDef,
+    events: &[C],
+    length_ns: u64,
+) -> Option<Threshold> {
+    let threshold = metric.threshold()?;
+    Threshold::of(threshold.evaluate(&|name| read_name(system, metric, events, length_ns, 0, name)))
+}
+
 fn value<C: Counted>(
     system: &System,
     metric: &MetricDef,
@@ -637,48 +670,60 @@ fn value<C: Counted>(
     if depth > DEPTH {
         return None;
     }
-    let value_of = |name: &str| -> Option<f64> {
-        if name == "duration_time" {
-            return Some(length_ns as f64 / 1e9);
-        }
-        if name == "user_time" || name == "system_time" {
-            // perf's tool events read as seconds in a formula, as `duration_time` does.
-            return events
+    metric
+        .formula()
+        .ok()?
+        .evaluate(&|name| read_name(system, metric, events, length_ns, depth, name))
+}
+
+/// The value a formula of `metric` (at `depth` of metrics reading metrics) reads for `name`.
+fn read_name<C: Counted>(
+    system: &System,
+    metric: &MetricDef,
+    events: &[C],
+    length_ns: u64,
+    depth: usize,
+    name: &str,
+) -> Option<f64> {
+    if name == "duration_time" {
+        return Some(length_ns as f64 / 1e9);
+    }
+    if name == "user_time" || name == "system_time" {
+        // perf's tool events read as seconds in a formula, as `duration_time` does.
+        return events
+            .iter()
+            .find(|e| e.name() == name)
+            .and_then(Counted::estimate)
+            .map(|ns| ns as f64 / 1e9);
+    }
+    if name.starts_with('#') {
+        return machine::constant(system, name);
+    }
+    if is_retire_latency(name) {
+        return Some(0.0);
+    }
+    // An energy status counter: the RAPL event's energy (its count times its scale, in
+    // Joules) in the units the formula multiplies back, so that the formula gives Joules
+    // whatever units the MSR counts in.
+    if let Some((_, event, micro_joules)) = energy_status(name) {
+        let counted = events.iter().find(|e| e.name() == event)?;
+        let joules = counted.joules_per_count()?;
+        return Some(counted.estimate()? as f64 * joules * 1e6 / micro_joules);
+    }
+    match referenced(metric, name) {
+        // A referenced metric's own scale is for printing it, not for formulas reading it.
+        Some(inner) => value(system, inner, events, length_ns, depth + 1),
+        None => {
+            // Counted as the raw event its table opens, printed by its own name.
+            let event = event_name(metric, name);
+            let is = |counted: &str| counted == event || counted == name;
+            events
                 .iter()
-                .find(|e| e.name() == name)
+                .find(|e| is(e.name()) || e.name().split(':').next().is_some_and(is))
                 .and_then(Counted::estimate)
-                .map(|ns| ns as f64 / 1e9);
+                .map(|v| v as f64)
         }
-        if name.starts_with('#') {
-            return machine::constant(system, name);
-        }
-        if is_retire_latency(name) {
-            return Some(0.0);
-        }
-        // An energy status counter: the RAPL event's energy (its count times its scale, in
-        // Joules) in the units the formula multiplies back, so that the formula gives Joules
-        // whatever units the MSR counts in.
-        if let Some((_, event, micro_joules)) = energy_status(name) {
-            let counted = events.iter().find(|e| e.name() == event)?;
-            let joules = counted.joules_per_count()?;
-            return Some(counted.estimate()? as f64 * joules * 1e6 / micro_joules);
-        }
-        match referenced(metric, name) {
-            // A referenced metric's own scale is for printing it, not for formulas reading it.
-            Some(inner) => value(system, inner, events, length_ns, depth + 1),
-            None => {
-                // Counted as the raw event its table opens, printed by its own name.
-                let event = event_name(metric, name);
-                let is = |counted: &str| counted == event || counted == name;
-                events
-                    .iter()
-                    .find(|e| is(e.name()) || e.name().split(':').next().is_some_and(is))
-                    .and_then(Counted::estimate)
-                    .map(|v| v as f64)
-            }
-        }
-    };
-    metric.formula().ok()?.evaluate(&value_of)
+    }
 }
 
 #[cfg(test)]
@@ -729,6 +774,54 @@ mod tests {
             evaluate(&System::host(), backend_bound, &by_name, 1),
             by_raw
         );
+    }
+
+    /// Oracle: perf 7.2.13's common metrics (linux-source-7.2's
+    /// tools/perf/pmu-events/arch/common/common/metrics.json: `insn_per_cycle`, threshold
+    /// `insn_per_cycle < 1`; `frontend_cycles_idle`, `frontend_cycles_idle > 0.1`) and its
+    /// rule (tools/perf/util/stat-shadow.c: 0 good, any other value bad, no value no class),
+    /// through the Zen 3 table generated from them: the threshold reads the metric unscaled,
+    /// and a metric it reads that was not counted leaves it without a class.
+    #[test]
+    fn thresholds_classify_as_perf_7_2_does() {
+        let zen3 = of_model("amd64_fam19h_zen3").unwrap();
+        let metric = |name: &str| zen3.iter().find(|m| m.name == name).unwrap();
+        let ipc = metric("insn_per_cycle");
+        assert_eq!(
+            ipc.threshold().map(ToString::to_string).as_deref(),
+            Some("insn_per_cycle < 1")
+        );
+        let classify_ipc = |instructions, cycles| {
+            classify(
+                &System::host(),
+                ipc,
+                &events(&[("instructions", instructions), ("cpu-cycles", cycles)]),
+                1,
+            )
+        };
+        assert_eq!(classify_ipc(50, 100), Some(Threshold::Bad));
+        assert_eq!(classify_ipc(300, 100), Some(Threshold::Good));
+        assert_eq!(classify_ipc(100, 100), Some(Threshold::Good));
+        assert_eq!(classify_ipc(100, 0), None);
+        assert_eq!(
+            classify(&System::host(), ipc, &events(&[("instructions", 1)]), 1),
+            None
+        );
+        let idle = metric("frontend_cycles_idle");
+        let classify_idle = |stalled, cycles| {
+            classify(
+                &System::host(),
+                idle,
+                &events(&[("stalled-cycles-frontend", stalled), ("cpu-cycles", cycles)]),
+                1,
+            )
+        };
+        assert_eq!(classify_idle(11, 100), Some(Threshold::Bad));
+        assert_eq!(classify_idle(10, 100), Some(Threshold::Good));
+        assert_eq!(Threshold::Good.name(), "good");
+        assert_eq!(Threshold::Bad.name(), "bad");
+        // A portable metric has no threshold.
+        assert!(by_name("IPC").threshold().is_none());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use crate::expression::Expr;
 use crate::expression::Function::{self, DRatio, Max, Min};
 use crate::expression::Op::{
-    self, Add, Divide, Greater, GreaterEqual, Less, LessEqual, Multiply, Subtract,
+    self, Add, And, Divide, Greater, GreaterEqual, Less, LessEqual, Multiply, Or, Subtract, Xor,
 };
 use crate::table::{Field, Metrics, Reader, Table};
 
@@ -35,7 +35,7 @@ pub(crate) enum Node {
 use Node::{Call, Chain, HasEvent, If, Name, Negate, Number, SourceCount};
 
 /// The operators, by their index in a row.
-const OPS: [Op; 8] = [
+const OPS: [Op; 11] = [
     Add,
     Subtract,
     Multiply,
@@ -44,6 +44,9 @@ const OPS: [Op; 8] = [
     Greater,
     LessEqual,
     GreaterEqual,
+    And,
+    Or,
+    Xor,
 ];
 /// The functions, by their index in a row.
 const FUNCTIONS: [Function; 3] = [Min, Max, DRatio];
@@ -113,14 +116,15 @@ impl Field for Op {
 
 crate::row! {
     /// One metric: its name, unit (an index of `UNITS`), groups
-    /// (`GROUPS[start..start + length]`), its formula's root node and its scale (an index of
-    /// `NUMBERS`).
+    /// (`GROUPS[start..start + length]`), its formula's root node, its scale (an index of
+    /// `NUMBERS`) and its threshold formula's root node ([`NO_THRESHOLD`] for none).
     struct Entry {
         name: Str,
         unit: u8,
         groups: (u16, u16),
         formula: u16,
         scale: u16,
+        threshold: u16,
     }
 }
 
@@ -136,6 +140,9 @@ crate::row! {
         aliases: (u16, u16),
     }
 }
+
+/// An [`Entry`]'s `threshold` when the metric has none.
+pub(crate) const NO_THRESHOLD: u16 = u16::MAX;
 
 /// The models with shipped metrics, sorted (those of every shipped model, held by this build
 /// or not).
@@ -182,6 +189,7 @@ pub(super) struct ShippedMetric {
     pub(super) formula: u32,
     pub(super) scale: f64,
     pub(super) unit: &'static str,
+    pub(super) threshold: Option<u32>,
 }
 
 /// The shipped table of model `model`, if it has one.
@@ -208,6 +216,7 @@ pub(super) fn table(model: &str) -> Option<Shipped> {
                 formula: u32::from(entry.formula),
                 scale: number(entry.scale),
                 unit: units.get(usize::from(entry.unit)).map_or("", Str::text),
+                threshold: (entry.threshold != NO_THRESHOLD).then_some(u32::from(entry.threshold)),
             })
             .collect(),
     })

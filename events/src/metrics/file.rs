@@ -32,6 +32,16 @@ pub(crate) struct MetricEntry {
     pub(crate) scale: f64,
     #[serde(default)]
     pub(crate) unit: String,
+    /// perf's `MetricThreshold`: 0 where the value is good.
+    #[serde(default)]
+    pub(crate) threshold: Option<String>,
+}
+
+/// One metric's formulas, parsed.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    pub(crate) formula: Expr,
+    pub(crate) threshold: Option<Expr>,
 }
 
 fn one() -> f64 {
@@ -57,8 +67,8 @@ fn invalid(message: String) -> Invalid {
 /// tokens, counted before it is parsed) and checks it: every metric has a name, given once, a formula
 /// that parses (nested at most [`expression::MAX_DEPTH`] levels) and a finite scale other than
 /// 0, and no metric reads itself through the metrics its formula names. Gives the table with
-/// each metric's parsed formula.
-pub(crate) fn read(name: &str, text: &str) -> Result<(MetricFile, Vec<Expr>), Invalid> {
+/// each metric's parsed formula and threshold (which must parse too).
+pub(crate) fn read(name: &str, text: &str) -> Result<(MetricFile, Vec<Parsed>), Invalid> {
     crate::limits::check_tokens(text).map_err(|too| {
         let line = text
             .get(..too.offset)
@@ -69,7 +79,18 @@ pub(crate) fn read(name: &str, text: &str) -> Result<(MetricFile, Vec<Expr>), In
     let file: MetricFile =
         toml::from_str(text).map_err(|e| invalid(format!("{name}: {}", e.message())))?;
     let formulas = check(name, &file)?;
-    Ok((file, formulas))
+    let mut parsed = Vec::with_capacity(formulas.len());
+    for (metric, formula) in file.metrics.iter().zip(formulas) {
+        let threshold = match &metric.threshold {
+            None => None,
+            Some(text) => Some(expression::parse(text).map_err(|e| Invalid {
+                message: format!("{name}: metric `{}`: threshold: {e}", metric.name),
+                hint: Some("thresholds are perf's metric syntax"),
+            })?),
+        };
+        parsed.push(Parsed { formula, threshold });
+    }
+    Ok((file, parsed))
 }
 
 fn check(name: &str, file: &MetricFile) -> Result<Vec<Expr>, Invalid> {

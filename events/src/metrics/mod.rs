@@ -51,6 +51,9 @@ pub struct Metric {
     /// The unit printed after the value (may be empty).
     pub unit: Cow<'static, str>,
     formula: Formula,
+    /// perf's `MetricThreshold`: a formula over the same values (the metric itself by its
+    /// name, unscaled) that is 0 where the value is good.
+    threshold: Option<Formula>,
 }
 
 /// A metric's formula: parsed from a user's file (with its text), or a shipped one's node.
@@ -75,6 +78,26 @@ impl Metric {
         }
     }
 
+    /// The threshold formula, parsed, if the metric has one (perf's `MetricThreshold`): it
+    /// reads the metric by its name (its value before [`scale`](Metric::scale)) and other
+    /// metrics and events, and is 0 where the value is good, any other number where it is
+    /// bad ([`Threshold`]).
+    pub fn threshold(&self) -> Option<Expr> {
+        Some(match self.threshold.as_ref()? {
+            Formula::Written { parsed, .. } => parsed.clone(),
+            Formula::Shipped(node) => compiled::formula(*node),
+        })
+    }
+
+    /// The threshold formula in perf's metric syntax, if the metric has one (as
+    /// [`expression`](Metric::expression) writes the formula).
+    pub fn threshold_expression(&self) -> Option<Cow<'_, str>> {
+        Some(match self.threshold.as_ref()? {
+            Formula::Written { text, .. } => Cow::Borrowed(text),
+            Formula::Shipped(node) => Cow::Owned(compiled::formula(*node).to_string()),
+        })
+    }
+
     /// The formula in perf's metric syntax: a user's as written, a shipped one as its parsed
     /// form writes it (the same formula: [`expression::parse`](crate::expression::parse) reads
     /// it back to [`Metric::formula`]).
@@ -94,6 +117,39 @@ impl PartialEq for Metric {
             && self.scale == other.scale
             && self.unit == other.unit
             && self.formula() == other.formula()
+            && self.threshold() == other.threshold()
+    }
+}
+
+/// How a metric's value stands against its threshold, as perf 7.2 classifies it
+/// (tools/perf/util/stat-shadow.c: a threshold formula of 0 is good, any other value bad; one
+/// without a value classifies nothing). perf's enum also has `nearly bad` and `less good`,
+/// which no perf 7.2 code path gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Threshold {
+    /// The threshold formula is 0.
+    Good,
+    /// The threshold formula is a number other than 0.
+    Bad,
+}
+
+impl Threshold {
+    /// The class of a threshold formula's value (`None`: it had none, so no class).
+    pub fn of(value: Option<f64>) -> Option<Threshold> {
+        match value? {
+            v if v.is_nan() => None,
+            0.0 => Some(Threshold::Good),
+            _ => Some(Threshold::Bad),
+        }
+    }
+
+    /// perf's word for it (`"good"`, `"bad"`: its `-j` `metric-threshold`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Threshold::Good => "good",
+            Threshold::Bad => "bad",
+        }
     }
 }
 
@@ -187,8 +243,12 @@ fn read_metrics(name: &str, text: &str) -> Result<MetricTable> {
                 unit: Cow::Owned(entry.unit),
                 formula: Formula::Written {
                     text: entry.expression,
-                    parsed,
+                    parsed: parsed.formula,
                 },
+                threshold: entry
+                    .threshold
+                    .zip(parsed.threshold)
+                    .map(|(text, parsed)| Formula::Written { text, parsed }),
             })
             .collect(),
     })
@@ -302,6 +362,7 @@ pub fn shipped_metrics(id: &str) -> Result<Option<&'static MetricTable>> {
                     scale: m.scale,
                     unit: Cow::Borrowed(m.unit),
                     formula: Formula::Shipped(m.formula),
+                    threshold: m.threshold.map(Formula::Shipped),
                 })
                 .collect(),
         })

@@ -20,7 +20,7 @@ use std::path::Path;
 
 use super::{Lists, Rows, Tables, Values, short, toml_stems};
 use crate::expression::{Expr, Op};
-use crate::metrics::compiled::{Entry, MetricsTable, Node};
+use crate::metrics::compiled::{Entry, MetricsTable, NO_THRESHOLD, Node};
 use crate::metrics::file as metric_file;
 use crate::table::Metrics;
 
@@ -174,15 +174,23 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
         for (alias, event) in &file.events {
             events.push((w.string(alias), w.string(event)));
         }
-        for (metric, formula) in file.metrics.iter().zip(&formulas) {
+        for (metric, parsed) in file.metrics.iter().zip(&formulas) {
             let group_names = metric.groups.iter().map(|g| w.string(g)).collect();
             let groups = groups.add(group_names);
             metrics.push(Entry {
                 name: w.string(&metric.name),
                 unit: u8::try_from(units.add(w.string(&metric.unit))).expect("at most 256 units"),
                 groups,
-                formula: w.expr(formula),
+                formula: w.expr(&parsed.formula),
                 scale: w.number(metric.scale),
+                threshold: parsed.threshold.as_ref().map_or(NO_THRESHOLD, |threshold| {
+                    let node = w.expr(threshold);
+                    assert!(
+                        node != NO_THRESHOLD,
+                        "the formulas' nodes reach NO_THRESHOLD"
+                    );
+                    node
+                }),
             });
         }
         let names: Vec<String> = file.metrics.iter().map(|m| m.name.clone()).collect();
