@@ -68,6 +68,7 @@ mod stat_options;
 mod stat_per_cache;
 mod stat_record;
 mod stat_scope;
+mod stat_threshold;
 mod stat_topdown;
 mod sysfs_root;
 #[cfg(target_os = "linux")]

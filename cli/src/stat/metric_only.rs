@@ -8,8 +8,9 @@ use super::metrics::{Beside, Style};
 use super::results::Place;
 use super::separated::interval_time;
 use super::summary::{PlaceSummary, Section, Summary};
+use super::thresholds;
 use super::topology::{cpus_heading, label_width};
-use counterhal::metrics::{MetricDef, evaluate};
+use counterhal::metrics::{MetricDef, Threshold, classify, evaluate};
 use counterhal_system::System;
 
 /// The width of a column of the table (perf's).
@@ -21,6 +22,8 @@ struct Cell {
     unit: String,
     table: String,
     digits: Option<String>,
+    /// How the value stands against its metric's threshold (the table's colour).
+    threshold: Option<Threshold>,
 }
 
 /// The factor of a rate's prefix: `K/sec` 1e3, `M/sec` 1e6, `G/sec` 1e9, `/sec` 1; `None` for
@@ -76,6 +79,7 @@ fn cells(
             },
             digits: Some(m.digits()),
             unit: m.unit,
+            threshold: None,
         })
         .collect();
     for def in metrics {
@@ -84,6 +88,7 @@ fn cells(
             unit: heading(def),
             table: value.map_or_else(|| "<not counted>".to_string(), |v| format!("{v:.3}")),
             digits: value.map(|v| format!("{v:.3}")),
+            threshold: value.and_then(|_| classify(system, def, &place.events, length_ns)),
         });
     }
     cells
@@ -130,8 +135,9 @@ fn rows<'a>(
     rows
 }
 
-/// The table's body: the heading of units (after the time and place columns), then the rows.
-pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]) {
+/// The table's body: the heading of units (after the time and place columns), then the rows,
+/// each classified value in its threshold's colour when `colour` is on.
+pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef], colour: bool) {
     let rows = rows(summary, metrics);
     let Some((first_section, first_place, first)) = rows.first() else {
         return;
@@ -165,7 +171,10 @@ pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]
             None => {}
         }
         for cell in cells {
-            _ = write!(line, "{:>COLUMN$} ", cell.table);
+            // perf pads before the colour (print_metric_only).
+            let pad = COLUMN.saturating_sub(cell.table.chars().count());
+            let value = thresholds::painted(&cell.table, cell.threshold, colour);
+            _ = write!(line, "{:pad$}{value} ", "");
         }
         _ = writeln!(out, "{}", line.trim_end());
     }
@@ -302,7 +311,7 @@ mod tests {
         let parsed: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
         assert_eq!(parsed["counters"], 2, "{json}");
         let mut table_text = String::new();
-        table(&mut table_text, &summary, &[]);
+        table(&mut table_text, &summary, &[], false);
         assert!(
             table_text
                 .lines()

@@ -84,6 +84,7 @@ mod separated;
 mod summary;
 mod switches;
 mod targets;
+mod thresholds;
 mod tool;
 mod topdown;
 mod topdown_group;

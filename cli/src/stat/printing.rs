@@ -14,11 +14,12 @@ use super::metrics::{Beside, Metric, Style};
 use super::results::Place;
 use super::separated::{self, interval_time};
 use super::summary::{EventSummary, Section, Summary};
+use super::thresholds;
 use super::topology::{cpus_heading, label_width, line_order};
 use crate::error::CliError;
 use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
-use counterhal::metrics::{MetricDef, evaluate};
+use counterhal::metrics::{MetricDef, classify, evaluate};
 use counterhal_system::System;
 
 /// The results as `args` ask for them: table, CSV or JSON.
@@ -113,7 +114,7 @@ pub fn render_interval(
     };
     match args.format() {
         Format::Table if args.more.metric_only => {
-            metric_only::table(&mut out, interval, metrics);
+            metric_only::table(&mut out, interval, metrics, thresholds::colour(args));
             return without_heading(out);
         }
         Format::Table => {
@@ -125,7 +126,8 @@ pub fn render_interval(
             }
             for section in &interval.sections {
                 let big = args.more.big_numbers();
-                section_lines(&mut out, &interval.system, section, metrics, big);
+                let colour = thresholds::colour(args);
+                section_lines(&mut out, &interval.system, section, metrics, big, colour);
             }
         }
         Format::Csv { separator } if args.more.metric_only => {
@@ -177,7 +179,7 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
     }
     out.push('\n');
     if args.more.metric_only {
-        metric_only::table(out, summary, metrics);
+        metric_only::table(out, summary, metrics, thresholds::colour(args));
     } else {
         for section in &summary.sections {
             section_lines(
@@ -186,6 +188,7 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
                 section,
                 metrics,
                 args.more.big_numbers(),
+                thresholds::colour(args),
             );
         }
     }
@@ -294,6 +297,7 @@ fn section_lines(
     section: &Section,
     metrics: &[&'static MetricDef],
     big: bool,
+    colour: bool,
 ) {
     let beside: Vec<Beside<'_>> = section
         .places
@@ -344,9 +348,11 @@ fn section_lines(
             }
             match evaluate(system, def, &place.events, section.length_ns) {
                 Some(value) => {
+                    let threshold = classify(system, def, &place.events, section.length_ns);
+                    let value = thresholds::painted(&format!("{value:>8.3}"), threshold, colour);
                     _ = write!(
                         line,
-                        "{:>18} {:<4} {:<32} # {value:>8.3} {}",
+                        "{:>18} {:<4} {:<32} # {value} {}",
                         "", "", def.name, def.unit
                     )
                 }

@@ -12,8 +12,9 @@ use counterhal_hal::Reading;
 use super::metrics::{Beside, Metric};
 use super::results::Place;
 use super::summary::{EventSummary, Section, Summary};
+use super::thresholds;
 use super::topology::line_order;
-use counterhal::metrics::{MetricDef, evaluate};
+use counterhal::metrics::{MetricDef, Threshold, classify, evaluate};
 
 /// A line of `-M` metric: its value over one place and stretch (`None`: not counted).
 struct MetricLine<'a> {
@@ -21,6 +22,8 @@ struct MetricLine<'a> {
     place: Option<&'a Place>,
     def: &'static MetricDef,
     value: Option<f64>,
+    /// How the value stands against the metric's threshold (`-j` says; `-x` does not).
+    threshold: Option<Threshold>,
 }
 
 /// What prints, line by line: an event, or a metric of `-M`.
@@ -102,6 +105,7 @@ fn lines<'a>(summary: &'a Summary, metrics: &[&'static MetricDef]) -> Vec<Row<'a
                     place: place.place.as_ref(),
                     def,
                     value: evaluate(&summary.system, def, &place.events, section.length_ns),
+                    threshold: classify(&summary.system, def, &place.events, section.length_ns),
                 }));
             }
         }
@@ -189,6 +193,9 @@ pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static Metri
                 fields.push(format!("\"metric-value\" : {:.6}", m.value.unwrap_or(0.0)));
                 let unit = if m.value.is_some() { m.def.unit } else { "" };
                 fields.push(format!("\"metric-unit\" : {}", quote(unit)));
+                if m.value.is_some() {
+                    fields.extend(thresholds::json_field(m.threshold));
+                }
                 _ = writeln!(out, "{{{}}}", fields.join(", "));
                 continue;
             }
