@@ -5,7 +5,8 @@
 //! every event as a software one: cpu-clock, or dummy (which counts 0) for the events
 //! `COUNTERHAL_SHIM_AS` names. So each case's counts give a known class, and both tools must
 //! give it: `-j`'s `"metric-threshold"` (good, bad, or none where the threshold has no value),
-//! the table's colour under a terminal (red bad, green good), and nothing in `-x`.
+//! the table's colour under a terminal (red bad, green good), and nothing in `-x`. And
+//! `list -j` gives the thresholds perf 7.2's gives.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,10 +24,16 @@ const ZEN3: &str = "AuthenticAMD-25-1-1";
 /// The metrics counted, in `-M`'s order.
 const METRICS: [&str; 2] = ["insn_per_cycle", "l1d_miss_rate"];
 
+/// The events opened as dummy, and each metric's class (`None`: none).
+type Case = (
+    &'static str,
+    &'static [(&'static str, Option<&'static str>)],
+);
+
 /// The events opened as dummy (`TYPE:CONFIG`, as the shim reads them), and the class each
 /// metric then has (`None`: the threshold has no value); a metric whose class the counts do
 /// not settle (an IPC of cpu-clock over cpu-clock, about 1) is left out.
-const CASES: [(&str, &[(&str, Option<&str>)]); 4] = [
+const CASES: [Case; 4] = [
     // instructions: IPC 0, below 1; misses and loads both cpu-clock: about 1, above 0.05.
     (
         "0:1=9",
@@ -213,6 +220,74 @@ fn thresholds_classify_and_print_as_perf_7_2_does() {
             assert!(
                 !csv.contains('\x1b') && !csv.contains("good") && !csv.contains("bad"),
                 "{who} -x, {dummy} as dummy:\n{csv}"
+            );
+        }
+    }
+}
+
+/// Each metric's threshold in a `list -j` (`MetricName` to `MetricThreshold`).
+fn listed_thresholds(json: &[u8]) -> BTreeMap<String, String> {
+    let list: serde_json::Value = serde_json::from_slice(json).expect("list -j's JSON");
+    list.as_array()
+        .expect("an array")
+        .iter()
+        .filter_map(|o| {
+            let name = o["MetricName"].as_str()?;
+            Some((name.to_string(), o["MetricThreshold"].as_str()?.to_string()))
+        })
+        .collect()
+}
+
+/// Oracle: perf 7.2.13's `list -j` (`MetricThreshold`, builtin-list.c) under `PERF_CPUID` of
+/// models whose tables are perf 7.2's (Zen 3, Zen 4, Alder Lake-N's Gracemont): every metric
+/// of perf's with a threshold that ours lists has it, the same formula (both parsed by
+/// counterhal's parser: perf's `&` and `|` bind as perf's grammar binds them), and ours lists
+/// none perf lacks; perf's `branch_miss_rate` is counterhal's portable metric, which has none.
+#[test]
+fn list_j_gives_perf_7_2_s_thresholds() {
+    if let Err(why) = perf_7_2() {
+        skip!(Need::Tools, "{why}");
+    }
+    for cpuid in [ZEN3, "AuthenticAMD-25-17-1", "GenuineIntel-6-BE-0"] {
+        let theirs = perf_7_2()
+            .unwrap()
+            .args(["list", "-j"])
+            .env("PERF_CPUID", cpuid)
+            .output()
+            .unwrap();
+        let theirs = listed_thresholds(&theirs.stdout);
+        let ours = Command::new(bin())
+            .args(["list", "-j", "--cpu-model", cpuid])
+            .env_remove("COUNTERHAL_EVENTS")
+            .output()
+            .unwrap();
+        assert!(ours.status.success(), "{cpuid}: {:?}", ours);
+        let ours = listed_thresholds(&ours.stdout);
+        assert!(ours.len() >= 9, "{cpuid}: {ours:?}");
+        for (name, threshold) in &ours {
+            let Some(perf_s) = theirs.get(name) else {
+                panic!("{cpuid}: {name} has threshold {threshold}, perf 7.2's none");
+            };
+            let parse = |t: &str| counterhal_events::expression::parse(t).unwrap();
+            assert_eq!(parse(threshold), parse(perf_s), "{cpuid}: {name}");
+        }
+        let portable = ["branch_miss_rate"];
+        let missing: Vec<&String> = theirs
+            .keys()
+            .filter(|n| !ours.contains_key(*n) && !portable.contains(&n.as_str()))
+            .collect();
+        // Metrics of perf's that counterhal's table leaves out (each named in its header)
+        // list no threshold either.
+        let left_out = Command::new(bin())
+            .args(["list", "--metrics", "--cpu-model", cpuid])
+            .env_remove("COUNTERHAL_EVENTS")
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&left_out.stdout);
+        for name in missing {
+            assert!(
+                !listed.contains(&format!("{name} ")) && !listed.contains(&format!("{name}\n")),
+                "{cpuid}: ours lists {name} without perf 7.2's threshold"
             );
         }
     }

@@ -5,6 +5,7 @@
 //! not. One deterministic TOML file per model, `metrics/ID.toml`, headed like the event
 //! tables.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -177,6 +178,31 @@ fn substituted(formula: &str, aliases: &[(String, String)]) -> String {
         .replace("< =", "<=")
 }
 
+/// perfmon's threshold of `entry` (its `Threshold`: a `Formula` over `ThresholdMetrics`, each
+/// the `LegacyName` of a metric of the file, in the metrics' own units as perfmon's formulas
+/// are) in our syntax, each metric read by its name (`names`: `LegacyName` to `MetricName`);
+/// `None` where it has none, names a metric the file lacks or does not parse.
+fn perfmon_threshold(entry: &Value, names: &HashMap<&str, &str>) -> Option<String> {
+    let threshold = entry.get("Threshold")?;
+    let formula = text(threshold, "Formula");
+    if formula.is_empty() {
+        return None;
+    }
+    let mut aliases = Vec::new();
+    for item in threshold.get("ThresholdMetrics")?.as_array()? {
+        let name = escaped(names.get(text(item, "Value"))?);
+        // A name starting with a digit (`4K_Aliasing`) would read as a number.
+        let name = match name.starts_with(|c: char| c.is_ascii_digit()) {
+            true => format!("\\{name}"),
+            false => name,
+        };
+        aliases.push((text(item, "Alias").to_string(), name));
+    }
+    let ours = substituted(formula, &aliases);
+    counterhal_events::expression::parse(&ours).ok()?;
+    Some(ours)
+}
+
 fn text<'v>(entry: &'v Value, key: &str) -> &'v str {
     entry.get(key).and_then(Value::as_str).unwrap_or("")
 }
@@ -276,10 +302,18 @@ pub fn perfmon(root: &Path, commit: &str) -> Result<Vec<GenMetrics>, GenError> {
             .get("Metrics")
             .and_then(Value::as_array)
             .ok_or_else(|| GenError::Data(format!("{relative}: no `Metrics` array")))?;
-        let metrics = entries
+        let mut metrics = entries
             .iter()
             .map(|e| perfmon_metric(e, &relative))
             .collect::<Result<Vec<_>, _>>()?;
+        // A threshold names the metrics it reads by their `LegacyName`.
+        let names: HashMap<&str, &str> = entries
+            .iter()
+            .map(|e| (text(e, "LegacyName"), text(e, "MetricName")))
+            .collect();
+        for (metric, entry) in metrics.iter_mut().zip(entries) {
+            metric.threshold = perfmon_threshold(entry, &names);
+        }
         out.push(table(
             model,
             crate::perfmon::SOURCE,
@@ -443,6 +477,47 @@ mod tests {
             (6.103515625e-5, "MiB".to_string())
         );
         assert!(scale_unit("MiB").unwrap_err().contains("`MiB`"));
+    }
+
+    /// Oracle: Intel perfmon's SKX metrics (commit 6dadedf): `Core_Bound`'s threshold is
+    /// `a > 10 & b > 20`, `a` its own `LegacyName` `metric_TMA_..Core_Bound(%)`, `b`
+    /// `Backend_Bound`'s.
+    #[test]
+    fn perfmon_thresholds_read_metrics_by_their_names() {
+        let threshold = |formula: &str, values: &[(&str, &str)]| {
+            let metrics: Vec<Value> = values
+                .iter()
+                .map(|(alias, value)| serde_json::json!({"Alias": alias, "Value": value}))
+                .collect();
+            serde_json::json!({
+                "MetricName": "M",
+                "Threshold": {"Formula": formula, "ThresholdMetrics": metrics},
+            })
+        };
+        let names = HashMap::from([
+            ("metric_TMA_..Core_Bound(%)", "Core_Bound"),
+            ("metric_TMA_Backend_Bound(%)", "Backend_Bound"),
+            ("metric_4K_Aliasing", "4K_Aliasing"),
+        ]);
+        let core_bound = threshold(
+            "a > 10 & b > 20",
+            &[
+                ("a", "metric_TMA_..Core_Bound(%)"),
+                ("b", "metric_TMA_Backend_Bound(%)"),
+            ],
+        );
+        assert_eq!(
+            perfmon_threshold(&core_bound, &names).as_deref(),
+            Some("Core_Bound > 10 & Backend_Bound > 20")
+        );
+        let digit = threshold("a > 20", &[("a", "metric_4K_Aliasing")]);
+        assert_eq!(
+            perfmon_threshold(&digit, &names).as_deref(),
+            Some("\\4K_Aliasing > 20")
+        );
+        let unknown = threshold("a > 20", &[("a", "metric_TMA_Nowhere(%)")]);
+        assert_eq!(perfmon_threshold(&unknown, &names), None);
+        assert_eq!(perfmon_threshold(&serde_json::json!({}), &names), None);
     }
 
     #[test]

@@ -28,10 +28,12 @@ use crate::{Error, Reading};
 
 mod counter;
 pub mod machine;
+mod values;
 
 pub use counter::{MetricSet, MetricValue};
 /// A metric's formula, parsed ([`MetricDef::formula`]), its operators and functions.
 pub use counterhal_events::expression::{Expr, Function, Op};
+use values::{read_name, value};
 
 /// An event's count as a metric's formula reads it: the name it was counted under, its
 /// scaled estimate, and the energy one count stands for where it counts Joules.
@@ -658,72 +660,6 @@ pub fn classify<C: Counted>(
 ) -> Option<Threshold> {
     let threshold = metric.threshold()?;
     Threshold::of(threshold.evaluate(&|name| read_name(system, metric, events, length_ns, 0, name)))
-}
-
-fn value<C: Counted>(
-    system: &System,
-    metric: &MetricDef,
-    events: &[C],
-    length_ns: u64,
-    depth: usize,
-) -> Option<f64> {
-    if depth > DEPTH {
-        return None;
-    }
-    metric
-        .formula()
-        .ok()?
-        .evaluate(&|name| read_name(system, metric, events, length_ns, depth, name))
-}
-
-/// The value a formula of `metric` (at `depth` of metrics reading metrics) reads for `name`.
-fn read_name<C: Counted>(
-    system: &System,
-    metric: &MetricDef,
-    events: &[C],
-    length_ns: u64,
-    depth: usize,
-    name: &str,
-) -> Option<f64> {
-    if name == "duration_time" {
-        return Some(length_ns as f64 / 1e9);
-    }
-    if name == "user_time" || name == "system_time" {
-        // perf's tool events read as seconds in a formula, as `duration_time` does.
-        return events
-            .iter()
-            .find(|e| e.name() == name)
-            .and_then(Counted::estimate)
-            .map(|ns| ns as f64 / 1e9);
-    }
-    if name.starts_with('#') {
-        return machine::constant(system, name);
-    }
-    if is_retire_latency(name) {
-        return Some(0.0);
-    }
-    // An energy status counter: the RAPL event's energy (its count times its scale, in
-    // Joules) in the units the formula multiplies back, so that the formula gives Joules
-    // whatever units the MSR counts in.
-    if let Some((_, event, micro_joules)) = energy_status(name) {
-        let counted = events.iter().find(|e| e.name() == event)?;
-        let joules = counted.joules_per_count()?;
-        return Some(counted.estimate()? as f64 * joules * 1e6 / micro_joules);
-    }
-    match referenced(metric, name) {
-        // A referenced metric's own scale is for printing it, not for formulas reading it.
-        Some(inner) => value(system, inner, events, length_ns, depth + 1),
-        None => {
-            // Counted as the raw event its table opens, printed by its own name.
-            let event = event_name(metric, name);
-            let is = |counted: &str| counted == event || counted == name;
-            events
-                .iter()
-                .find(|e| is(e.name()) || e.name().split(':').next().is_some_and(is))
-                .and_then(Counted::estimate)
-                .map(|v| v as f64)
-        }
-    }
 }
 
 #[cfg(test)]

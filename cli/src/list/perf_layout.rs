@@ -3,7 +3,7 @@
 //! each followed by a space (no newline, as perf's); and `-j`, perf 7.2's JSON array (builtin-list.c's
 //! `json_print_event` and `json_print_metric` keys: `Unit`, `Topic`, `EventName`,
 //! `EventAlias`, `ScaleUnit`, `EventType`, `BriefDescription`, `Encoding`; `MetricGroup`,
-//! `MetricName`, `MetricExpr`, `ScaleUnit`, `Unit`).
+//! `MetricName`, `MetricExpr`, `MetricThreshold`, `ScaleUnit`, `Unit`).
 
 use counterhal::metrics::MetricDef;
 use counterhal_events::UncoreEvent;
@@ -249,6 +249,7 @@ pub fn json(events: &[PerfEvent], metrics: &[&MetricDef]) -> String {
             ),
             ("MetricName", Some(m.name.to_string())),
             ("MetricExpr", Some(m.expression().into_owned())),
+            ("MetricThreshold", m.threshold().map(ToString::to_string)),
             ("ScaleUnit", scale_unit),
             ("Unit", Some("cpu".to_string())),
         ]

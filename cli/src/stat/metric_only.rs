@@ -262,7 +262,7 @@ mod tests {
     #[test]
     fn the_table_has_a_column_per_metric() {
         let mut out = String::new();
-        table(&mut out, &one_run(), &[]);
+        table(&mut out, &one_run(), &[], false);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 2, "{out}");
         assert!(lines[0].contains("CPUs utilized"), "{out}");
@@ -281,6 +281,7 @@ mod tests {
             unit: unit.into(),
             table: digits.into(),
             digits: Some(digits.into()),
+            threshold: None,
         };
         let mut rows = vec![
             (section, place, vec![cell("K/sec", "2.000")]),

@@ -13,7 +13,9 @@
 //! ```
 //!
 //! A table may add `[events]` before its metrics: names its formulas read (perf's kernel names
-//! of AMD events) and the event strings to open for them (`ls_not_halted_cyc = "r76"`).
+//! of AMD events) and the event strings to open for them (`ls_not_halted_cyc = "r76"`). A
+//! metric may have a `threshold` (perf's `MetricThreshold`, `threshold = "insn_per_cycle <
+//! 1"`): a formula that is 0 where its value is good ([`Threshold`]).
 
 pub(crate) mod compiled;
 #[cfg(feature = "events-file")]
