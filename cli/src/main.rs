@@ -192,57 +192,61 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     }
 }
 
-/// The command line as clap reads it, with where `stat`'s options stood among its events.
-fn parse_by_clap(argv: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Cli, clap::Error> {
-    let mut matches = Cli::command().try_get_matches_from(argv)?;
-    // Where `stat`'s options stood among its events, read before the values are taken out.
-    let positions = matches.subcommand_matches("stat").map(stat::Positions::of);
-    let mut args = Cli::from_arg_matches_mut(&mut matches)?;
-    if let (Command::Stat(stat), Some(positions)) = (&mut args.command, positions) {
-        stat.note_positions(&positions);
-    }
-    Ok(args)
+/// Why a command line was not read: clap's error (or its help), or stat's parser's.
+#[derive(Debug)]
+enum Unread {
+    Clap(clap::Error),
+    Stat(CliError),
 }
 
-/// The command line: the usual `stat` lines read without building clap's parser (see
-/// stat::lean), any other by clap; `stat record`'s read again without its word, as perf reads
-/// stat's options on both sides of it.
-fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
-    let read = |argv: Vec<std::ffi::OsString>| match stat::lean::parse(argv.clone()) {
-        Some(stat) => Ok(Cli {
-            command: Command::Stat(Box::new(stat)),
-        }),
-        None => parse_by_clap(argv),
-    };
-    let mut cli = read(argv.clone())?;
-    if let Command::Stat(stat) = &cli.command
-        && let Some(line) = stat.record_line(&argv)
-    {
-        cli = read(line)?;
-        if let Command::Stat(stat) = &mut cli.command {
-            stat.set_record(argv);
-        }
+/// The command line: `stat`'s by its own parser (stat::parser; `stat record`'s read again
+/// without its word, as perf reads stat's options on both sides of it), any other by clap.
+fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, Unread> {
+    if argv.get(1).is_none_or(|word| word != "stat") {
+        return Cli::try_parse_from(argv).map_err(Unread::Clap);
     }
-    Ok(cli)
+    let read = |argv: &[std::ffi::OsString]| match stat::parser::parse(argv[2..].to_vec()) {
+        Ok(stat::parser::Parsed::Args(stat)) => Ok(stat),
+        // Help is clap's to write, from its description of stat's options.
+        Ok(stat::parser::Parsed::Help(flag)) => Err(Unread::Clap(
+            match Cli::try_parse_from(["counterhal", "stat", flag]) {
+                Err(help) => help,
+                Ok(_) => unreachable!("clap answers {flag} with help"),
+            },
+        )),
+        Err(error) => Err(Unread::Stat(error)),
+    };
+    let mut stat = read(&argv)?;
+    if let Some(line) = stat.record_line(&argv) {
+        stat = read(&line)?;
+        stat.set_record(argv);
+    }
+    Ok(Cli {
+        command: Command::Stat(stat),
+    })
 }
 
 fn main() -> ExitCode {
     let args = match parse(std::env::args_os().collect()) {
         Ok(args) => args,
-        Err(error) => return usage_error(error),
+        Err(Unread::Clap(error)) => return usage_error(error),
+        Err(Unread::Stat(error)) => return report(error),
     };
     match run(args) {
         Ok(code) => code,
-        Err(error) => {
-            let mut text = format!("counterhal: {}\n", error.error);
-            if let Some(usage) = error.usage {
-                text.push_str(&format!("usage: {usage}\n"));
-            }
-            // Where standard error cannot be written either, the exit status still says it.
-            output::emit_to_stderr(&text);
-            ExitCode::from(error.exit_code)
-        }
+        Err(error) => report(error),
     }
+}
+
+/// Prints a failure, with the usage line where the input was bad, and ends with its status.
+fn report(error: CliError) -> ExitCode {
+    let mut text = format!("counterhal: {}\n", error.error);
+    if let Some(usage) = error.usage {
+        text.push_str(&format!("usage: {usage}\n"));
+    }
+    // Where standard error cannot be written either, the exit status still says it.
+    output::emit_to_stderr(&text);
+    ExitCode::from(error.exit_code)
 }
 
 /// Prints clap's message, adding the subcommand's usage line when clap did not, and ends with

@@ -28,7 +28,7 @@ pub struct DatabaseArgs {
     /// directory of it, or a perfmon tree (also COUNTERHAL_DESCRIPTIONS). `list` shows them
     /// and its PATTERN matches them.
     #[arg(long = "descriptions", value_name = "DIR")]
-    descriptions: Option<PathBuf>,
+    pub(crate) descriptions: Option<PathBuf>,
 }
 
 impl DatabaseArgs {
@@ -87,7 +87,7 @@ pub struct SysfsArgs {
     /// regular files of at most 4096 bytes are read, and a scale must be finite and positive;
     /// a file that breaks these rules is refused by its path, never shown.
     #[arg(long = "sysfs", value_name = "DIR")]
-    sysfs: Option<PathBuf>,
+    pub(crate) sysfs: Option<PathBuf>,
 }
 
 impl SysfsArgs {

@@ -1,5 +1,6 @@
-//! The arguments of `counterhal stat`: the command line as clap parses it, and the checks clap
-//! cannot make (a command to run, a field separator, event names).
+//! The arguments of `counterhal stat`: what `stat::parser` reads them into (described to clap
+//! for `--help`), and the checks that need more than the options (a command to run, a field
+//! separator, event names).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -53,9 +54,9 @@ const DEFAULT_EVENTS: [&str; 8] = [
     "branch-misses",
 ];
 
-/// Arguments of `counterhal stat`. `Default` is each field's type's default, which is clap's
-/// default for every field but `repeat` (clap's is 1): `stat::lean` sets that one, and
-/// its tests compare what it builds with clap's.
+/// Arguments of `counterhal stat`, as `stat::parser` reads them (clap's description of them
+/// serves `--help`, the manual and the completions). `Default` is each field's type's
+/// default, but `repeat`'s (1), which the parser sets.
 #[derive(Args, Debug, Default)]
 pub struct StatArgs {
     /// Events to count, comma-separated or repeated (default: perf stat's set); a comma
@@ -69,7 +70,7 @@ pub struct StatArgs {
     /// synthetic workload while CMD runs (per 10 ns of the model's clock: 4 instructions, 1
     /// branch, 2 cycles): what the backend would print here, its multiplexing included. The
     /// counts are the model's, not this machine's, and the output says so.
-    #[arg(long = "model", requires = "backend", conflicts_with_all = ["pid", "all_cpus", "cpu_list"])]
+    #[arg(long = "model")]
     pub(super) model: bool,
     #[command(flatten)]
     pub(super) database: DatabaseArgs,
@@ -77,7 +78,7 @@ pub struct StatArgs {
     pub(super) sysfs: SysfsArgs,
     /// Count existing processes (every thread, and what it creates from now on), one or a
     /// comma-separated list, while CMD runs, or without CMD until Ctrl-C or --timeout.
-    #[arg(short = 'p', long = "pid", value_name = "PID[,PID]", conflicts_with_all = ["all_cpus", "cpu_list"])]
+    #[arg(short = 'p', long = "pid", value_name = "PID[,PID]")]
     pub(super) pid: Option<String>,
     /// Count every CPU (system wide) while CMD runs, or without CMD until Ctrl-C or
     /// --timeout; with -C, the CPUs of -C (as perf's -a -C).
@@ -93,8 +94,7 @@ pub struct StatArgs {
     )]
     pub(super) cpu_list: Option<String>,
     /// Run the command N times and print the mean (with the spread).
-    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
     pub(super) repeat: u32,
     /// Metrics or metric groups to compute, comma-separated: the CPU model's from the event
     /// database (`counterhal list --metrics`) and the portable ones (IPC, CPI, CPUs_utilized,
@@ -111,26 +111,20 @@ pub struct StatArgs {
     #[arg(short = 'I', long = "interval-print", value_name = "MS")]
     pub(super) interval_ms: Option<u64>,
     /// Stop after N intervals (with -I).
-    #[arg(long = "interval-count", value_name = "N", requires = "interval_ms",
-          value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long = "interval-count", value_name = "N")]
     pub(super) interval_count: Option<u32>,
     /// Stop counting (and the command) after MS milliseconds (at least 10).
     #[arg(long = "timeout", value_name = "MS")]
     pub(super) timeout_ms: Option<u64>,
     /// With -I: draw each event's rate over time to this SVG file.
-    #[arg(long = "plot", value_name = "FILE.svg", requires = "interval_ms")]
+    #[arg(long = "plot", value_name = "FILE.svg")]
     pub(super) plot: Option<PathBuf>,
     /// perf's CSV with this separator: value, unit, event, [spread,] time running, percent
     /// running, metric value, metric unit (with -I the time first, with -A the CPU).
-    #[arg(
-        short = 'x',
-        long = "field-separator",
-        value_name = "SEP",
-        conflicts_with_all = ["json", "json_lines"]
-    )]
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub(super) separator: Option<String>,
     /// perf's JSON: one object per event (and per interval, CPU or thread) per line.
-    #[arg(short = 'j', long = "json-output", conflicts_with = "json")]
+    #[arg(short = 'j', long = "json-output")]
     pub(super) json_lines: bool,
     /// One JSON document for the whole run: the command, its times, every event's reading.
     #[arg(long)]
@@ -169,32 +163,6 @@ pub enum Format<'a> {
     Json,
 }
 
-/// Where the `-e`, `--filter` and `-G` values stood on the command line (clap's indices),
-/// read from the matches before their values are taken out.
-#[derive(Debug, Default)]
-pub struct Positions {
-    events: Vec<usize>,
-    filters: Vec<usize>,
-    cgroups: Vec<usize>,
-}
-
-impl Positions {
-    /// The positions in `stat`'s matches.
-    pub fn of(matches: &clap::ArgMatches) -> Positions {
-        let at = |id: &str| -> Vec<usize> {
-            matches
-                .indices_of(id)
-                .map(Iterator::collect)
-                .unwrap_or_default()
-        };
-        Positions {
-            events: at("event_names"),
-            filters: at("filters"),
-            cgroups: at("cgroups"),
-        }
-    }
-}
-
 impl StatArgs {
     /// No command and no target (`-p`, `-t`, `-a`, `-C`) counts every CPU, as perf's
     /// `setup_system_wide` makes `-a` the target when `target__none` and nothing forks
@@ -209,7 +177,7 @@ impl StatArgs {
         }
     }
 
-    /// Checks what clap cannot: that there is a command to run (or a target: see
+    /// Checks what the parser does not: that there is a command to run (or a target: see
     /// [`default_to_system_wide`](Self::default_to_system_wide)), that `-x` names a separator,
     /// that no event name is empty.
     ///
@@ -364,33 +332,6 @@ impl StatArgs {
             .collect()
     }
 
-    /// Notes, for each `--filter` and `-G` value, how many events the `-e` values before it
-    /// name (perf applies a `-G` to the events given before it).
-    pub fn note_positions(&mut self, positions: &Positions) {
-        let names_in = |list: &String| -> usize {
-            split_event_list(list)
-                .into_iter()
-                .map(|item| group_members(item.trim()).map_or(1, |members| members.len()))
-                .sum()
-        };
-        let events_before = |at: usize| -> usize {
-            let before = positions.events.iter().filter(|&&e| e < at).count();
-            self.event_names[..before].iter().map(names_in).sum()
-        };
-        let filters = positions
-            .filters
-            .iter()
-            .map(|&at| events_before(at))
-            .collect();
-        let cgroups = positions
-            .cgroups
-            .iter()
-            .map(|&at| Some(events_before(at)))
-            .collect();
-        self.more.events_before_filters = filters;
-        self.more.events_before_cgroups = cgroups;
-    }
-
     /// How the results are written: `--json`, `-j`, `-x SEP` or the table.
     pub fn format(&self) -> Format<'_> {
         match (&self.separator, self.json, self.json_lines) {
@@ -459,16 +400,13 @@ pub fn is_weak_group(item: &str) -> bool {
 /// Parses `counterhal stat` arguments (without the subcommand's name), for the stat rooms'
 /// tests.
 #[cfg(test)]
-pub fn parse(words: &[&str]) -> Result<StatArgs, clap::Error> {
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Command {
-        #[command(flatten)]
-        args: StatArgs,
+pub fn parse(words: &[&str]) -> Result<StatArgs, String> {
+    match super::parser::parse(words.iter().map(std::ffi::OsString::from))
+        .map_err(|e| e.error.to_string())?
+    {
+        super::parser::Parsed::Args(args) => Ok(*args),
+        super::parser::Parsed::Help(_) => panic!("{words:?} asks for help"),
     }
-    let words = std::iter::once("stat").chain(words.iter().copied());
-    Command::try_parse_from(words).map(|command| command.args)
 }
 
 #[cfg(test)]
@@ -619,7 +557,7 @@ mod tests {
     }
 
     #[test]
-    fn clap_refuses_what_cannot_go_together() {
+    fn the_parser_refuses_what_cannot_go_together() {
         assert!(parse(&["-r", "0", "--", "true"]).is_err());
         assert!(parse(&["-p", "1", "-a", "--", "true"]).is_err());
         // perf takes -a with -C (its CPUs are counted).

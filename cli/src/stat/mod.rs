@@ -65,7 +65,6 @@ mod cputype;
 mod document;
 mod filters;
 mod intervals;
-pub(crate) mod lean;
 mod measurement;
 mod metric_only;
 #[cfg(all(test, target_os = "linux"))]
@@ -73,6 +72,7 @@ mod metric_sweep;
 mod metrics;
 mod model;
 mod pacing;
+pub(crate) mod parser;
 mod perf_data;
 mod perf_data_reader;
 mod plot;
@@ -102,7 +102,7 @@ use counterhal_hal::Backend;
 use counterhal_process::ForwardSignals;
 
 use self::arguments::USAGE;
-pub use self::arguments::{HELP, Positions, StatArgs};
+pub use self::arguments::{HELP, StatArgs};
 use self::intervals::Intervals;
 use self::named_metrics::MetricDef;
 use self::summary::{EventSummary, Summary};

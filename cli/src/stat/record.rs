@@ -382,7 +382,7 @@ mod tests {
     //! perf's rules (tools/perf/builtin-stat.c, `cmd_stat`): a subcommand is a first
     //! non-option word of more than two letters that begins `record` or `report`, and
     //! `record`'s options are stat's, read on both sides of the word. The command lines go
-    //! through the command's own parser, lean and clap alike.
+    //! through the command's own parser.
 
     use std::ffi::OsString;
 
@@ -415,9 +415,8 @@ mod tests {
     }
 
     #[test]
-    fn record_reads_stat_s_options_on_both_sides_by_either_parser() {
-        // The first line is the lean parser's, the second clap's (`--no-merge` is left to
-        // clap), the third has `--` before the word.
+    fn record_reads_stat_s_options_on_both_sides() {
+        // The second line has a long flag before the word, the third `--` before the word.
         for words in [
             &[
                 "counterhal",

@@ -35,16 +35,11 @@ const DETAILED: [&[&str]; 3] = [
 #[derive(Args, Debug, Default)]
 pub struct Switches {
     /// Null run: count no events, print only the times (perf's -n).
-    #[arg(short = 'n', long = "null", conflicts_with_all = ["metrics", "event_names", "detailed"])]
+    #[arg(short = 'n', long = "null")]
     pub(super) null: bool,
     /// Count only from MS milliseconds after the command starts (-1: start with the events
     /// disabled, until --control's `enable`).
-    #[arg(
-        short = 'D',
-        long = "delay",
-        value_name = "MS",
-        allow_negative_numbers = true
-    )]
+    #[arg(short = 'D', long = "delay", value_name = "MS")]
     pub(super) delay_ms: Option<i64>,
     /// Take perf's commands (enable, disable, enable NAME, disable NAME, snapshot, stop, ping)
     /// from SPEC, fd:CTL[,ACK] (descriptors) or fifo:CTL[,ACK] (fifos), each acknowledged
@@ -55,28 +50,27 @@ pub struct Switches {
     #[arg(short = 'q', long = "quiet")]
     pub(super) quiet: bool,
     /// Group digits in the table (the default; refused with -x, as perf refuses it).
-    #[arg(short = 'B', long = "big-num", conflicts_with_all = ["separator", "no_big_num"])]
+    #[arg(short = 'B', long = "big-num")]
     pub(super) big_num: bool,
     /// Do not group digits in the table.
     #[arg(long = "no-big-num")]
     pub(super) no_big_num: bool,
     /// With -o: add the results to the end of FILE instead of replacing it.
-    #[arg(long = "append", requires = "output")]
+    #[arg(long = "append")]
     pub(super) append: bool,
     /// Write the results to this open file descriptor (added to what it holds) instead of
     /// standard error.
-    #[arg(long = "log-fd", value_name = "FD", conflicts_with = "output")]
+    #[arg(long = "log-fd", value_name = "FD")]
     pub(super) log_fd: Option<u32>,
     /// Count every event in user space only (`:u` added to each event without a modifier).
-    #[arg(long = "all-user", conflicts_with = "all_kernel")]
+    #[arg(long = "all-user")]
     pub(super) all_user: bool,
     /// Count every event in the kernel only (`:k` added to each event without a modifier).
     #[arg(long = "all-kernel")]
     pub(super) all_kernel: bool,
     /// Count existing threads (by their thread ids) while CMD runs, or without CMD until
     /// Ctrl-C or --timeout.
-    #[arg(short = 't', long = "tid", value_name = "TID[,TID]",
-          conflicts_with_all = ["pid", "all_cpus", "cpu_list"])]
+    #[arg(short = 't', long = "tid", value_name = "TID[,TID]")]
     pub(super) tid: Option<String>,
     /// Count the command's own process, not the processes and threads it creates; with -p
     /// the process's threads, not the children they create from now on (with -a or -C it
@@ -86,12 +80,7 @@ pub struct Switches {
     /// With -a or -C: count the events given before it only while tasks of these cgroups
     /// run, the n-th name for the n-th event (one name: every event; an empty name: none),
     /// each a path under the perf_event (or cgroup2) mount.
-    #[arg(
-        short = 'G',
-        long = "cgroup",
-        value_name = "NAME[,NAME...]",
-        conflicts_with = "for_each_cgroup"
-    )]
+    #[arg(short = 'G', long = "cgroup", value_name = "NAME[,NAME...]")]
     pub(super) cgroups: Vec<String>,
     /// With -a or -C: count every event once per cgroup, only while that cgroup's tasks run
     /// (a list with any of {}[]()|*+?^$: basic regular expressions matched against every
@@ -118,10 +107,10 @@ pub struct Switches {
     #[arg(short = 'd', long = "detailed", action = clap::ArgAction::Count)]
     pub(super) detailed: u8,
     /// Print raw counts, not scaled for the time an event was multiplexed out.
-    #[arg(long = "no-scale", overrides_with = "scale")]
+    #[arg(long = "no-scale")]
     pub(super) no_scale: bool,
     /// Scale counts for multiplexing (the default).
-    #[arg(long = "scale", overrides_with = "no_scale")]
+    #[arg(long = "scale")]
     pub(super) scale: bool,
     /// Say which backend counts each event, and why an event cannot be counted, before the
     /// results.
@@ -137,16 +126,16 @@ pub struct Switches {
     #[arg(long = "post", value_name = "CMD")]
     pub(super) post: Option<String>,
     /// With -a or -C: add up the CPUs of each socket.
-    #[arg(long = "per-socket", conflicts_with_all = ["no_aggregate", "per_thread", "per_die", "per_core", "per_node"])]
+    #[arg(long = "per-socket")]
     pub(super) per_socket: bool,
     /// With -a or -C: add up the CPUs of each die.
-    #[arg(long = "per-die", conflicts_with_all = ["no_aggregate", "per_thread", "per_core", "per_node"])]
+    #[arg(long = "per-die")]
     pub(super) per_die: bool,
     /// With -a or -C: add up the CPUs (hardware threads) of each core.
-    #[arg(long = "per-core", conflicts_with_all = ["no_aggregate", "per_thread", "per_node"])]
+    #[arg(long = "per-core")]
     pub(super) per_core: bool,
     /// With -a or -C: add up the CPUs of each NUMA node.
-    #[arg(long = "per-node", conflicts_with_all = ["no_aggregate", "per_thread"])]
+    #[arg(long = "per-node")]
     pub(super) per_node: bool,
     /// With -a or -C: add up the CPUs that share each cache of a level: the last level
     /// (without a value), or L1 to L4 (`--per-cache=L2`).
@@ -155,25 +144,21 @@ pub struct Switches {
         value_name = "LEVEL",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "",
-        conflicts_with_all = ["no_aggregate", "per_thread", "per_socket", "per_die", "per_core", "per_node", "per_cluster"]
+        default_missing_value = ""
     )]
     pub(super) per_cache: Option<String>,
     /// With -a or -C: add up the CPUs of each cluster (`topology/cluster_id`).
-    #[arg(
-        long = "per-cluster",
-        conflicts_with_all = ["no_aggregate", "per_thread", "per_socket", "per_die", "per_core", "per_node"]
-    )]
+    #[arg(long = "per-cluster")]
     pub(super) per_cluster: bool,
     /// With -I: after the intervals, the whole run as without -I (in -x each line starts
     /// with `summary`).
-    #[arg(long = "summary", requires = "interval_ms")]
+    #[arg(long = "summary")]
     pub(super) summary: bool,
     /// With --summary and -x: no `summary` field before the whole run's lines.
-    #[arg(long = "no-csv-summary", requires = "summary")]
+    #[arg(long = "no-csv-summary")]
     pub(super) no_csv_summary: bool,
     /// With -I in the table: clear the screen before each interval.
-    #[arg(long = "interval-clear", requires = "interval_ms")]
+    #[arg(long = "interval-clear")]
     pub(super) interval_clear: bool,
     /// With -r in the table: each run's elapsed time, its distance from the mean and a bar.
     #[arg(long = "table")]
@@ -225,20 +210,20 @@ pub struct Refused {
     /// --for-each-cgroup: each cgroup's events summed by a BPF program at every cgroup
     /// switch (needs CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN, or root).
     #[arg(short = 'b', long = "bpf-counters")]
-    bpf_counters: bool,
+    pub(super) bpf_counters: bool,
     /// With -b: the attr map's path in a BPF file system (perf's default:
     /// /sys/fs/bpf/perf_attr_map).
-    #[arg(long = "bpf-attr-map", value_name = "PATH", requires = "bpf_counters")]
-    bpf_attr_map: Option<std::path::PathBuf>,
+    #[arg(long = "bpf-attr-map", value_name = "PATH")]
+    pub(super) bpf_attr_map: Option<std::path::PathBuf>,
     /// Not implemented: Intel's uncore I/O stack PMUs.
     #[arg(long = "iostat", hide = true, num_args = 0..=1, value_name = "ARG")]
-    iostat: Option<Option<String>>,
+    pub(super) iostat: Option<Option<String>>,
     /// Not implemented: the SMI count and cost.
     #[arg(long = "smi-cost", hide = true)]
-    smi_cost: bool,
+    pub(super) smi_cost: bool,
     /// Not implemented: the transaction events.
     #[arg(short = 'T', long = "transaction", hide = true)]
-    transaction: bool,
+    pub(super) transaction: bool,
 }
 
 impl Refused {
