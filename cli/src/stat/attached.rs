@@ -16,8 +16,9 @@ use counterhal_process::{ForwardSignals, WaitingChild};
 
 use super::arguments::USAGE;
 use super::pacing::Step;
+use super::plan::EventPlan;
 use super::results::{
-    CommandEnd, Counts, EventResult, GRACE, OnInterval, Place, Plan, Planned, Run, Snapshot, nanos,
+    CommandEnd, Counts, EventResult, GRACE, OnInterval, Place, Plan, Run, Snapshot, nanos,
     not_opened_here, not_run,
 };
 use super::windows::Windows;
@@ -26,36 +27,27 @@ use crate::error::CliError;
 /// Each opened set: the indices (into the planned events) of what it counts, on every target.
 type Opened<G> = (Vec<usize>, MultiSet<G>);
 
-/// Counts the events on `attach` while `command` runs (every backend).
-/// Events with a cgroup (`cgroups`, one per event; empty: none has one) are counted on
-/// the same CPUs, only while that cgroup's tasks run. Counting every CPU (`-a`), an event
-/// with CPUs of its own (`pmu_cpus`, one per event: its PMU's cpumask) is counted on those,
+/// Counts the events of `events` on `attach` while `command` runs (every backend). Events
+/// with a cgroup are counted on the same CPUs, only while that cgroup's tasks run. Counting
+/// every CPU (`-a`), an event with CPUs of its own (its PMU's cpumask) is counted on those,
 /// as perf counts an uncore event on one CPU per package. Each interval's snapshot goes to
-/// `on_interval` as it is read. Each of `groups` is opened as one group, or, where it is
-/// `weak` and does not open as one, as its members alone.
-#[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
+/// `on_interval` as it is read. Each group is opened as one group, or, where it is weak and
+/// does not open as one, as its members alone.
 pub fn run_on_targets<B: Backend>(
     backend: &B,
-    events: &[Planned],
+    events: &EventPlan,
     attach: &Attach,
-    cgroups: &[Option<Arc<Path>>],
-    pmu_cpus: &[Option<CpuList>],
-    groups: &[Vec<usize>],
-    weak: &[bool],
     command: &[OsString],
     plan: Plan,
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let label = backend.label();
-    let mut results: Vec<EventResult> = events.iter().map(|p| p.result(&label)).collect();
-    let class_of = |i: usize| {
-        let cgroup = cgroups.get(i).cloned().flatten();
-        (cgroup, pmu_cpus.get(i).cloned().flatten())
-    };
+    let mut results: Vec<EventResult> = events.what().map(|p| p.result(&label)).collect();
+    let class_of = |i: usize| (events.cgroup_dir(i), events.cpus(i));
     // Each cgroup's events (and those of none) apart, and in each the events of each PMU's
     // CPUs, in the order first met.
     let mut classes: Vec<(Option<Arc<Path>>, Option<CpuList>)> = Vec::new();
-    for i in 0..events.len() {
+    for i in 0..events.events.len() {
         let class = class_of(i);
         if !classes.contains(&class) {
             classes.push(class);
@@ -63,14 +55,21 @@ pub fn run_on_targets<B: Backend>(
     }
     let mut sets = Vec::new();
     for class in classes {
-        let in_class: Vec<bool> = (0..events.len()).map(|i| class_of(i) == class).collect();
+        let in_class: Vec<bool> = (0..events.events.len())
+            .map(|i| class_of(i) == class)
+            .collect();
         let (class, cpus) = class;
-        let class_groups: Vec<(Vec<usize>, bool)> = groups
+        let class_groups: Vec<(Vec<usize>, bool)> = events
+            .groups
             .iter()
-            .zip(weak.iter().copied().chain(std::iter::repeat(false)))
-            .map(|(group, weak)| {
-                let members = group.iter().copied().filter(|&i| in_class[i]).collect();
-                (members, weak)
+            .map(|group| {
+                let members = group
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|&i| in_class[i])
+                    .collect();
+                (members, group.weak)
             })
             .filter(|(group, _): &(Vec<usize>, bool)| !group.is_empty())
             .collect();
@@ -106,7 +105,7 @@ pub fn run_on_targets<B: Backend>(
         .enumerate()
         .filter_map(|(index, result)| {
             let reason = result.outcome.clone().err()?;
-            let only_on = every_cpu.then(|| pmu_cpus.get(index).cloned().flatten());
+            let only_on = every_cpu.then(|| events.cpus(index));
             Some((index, reason, only_on.flatten()))
         })
         .collect();
@@ -246,7 +245,7 @@ fn in_cgroup(attach: &Attach, path: &Arc<Path>) -> Result<Attach, CliError> {
 /// meanwhile is skipped. Only the events `in_class` are opened.
 fn open_sets<B: Backend>(
     backend: &B,
-    events: &[Planned],
+    events: &EventPlan,
     in_class: &[bool],
     attach: &Attach,
     groups: &[(Vec<usize>, bool)],
@@ -255,11 +254,11 @@ fn open_sets<B: Backend>(
     let open_on_every_target = |indices: &[usize], options: &OpenOptions| {
         let resolved: Vec<ResolvedEvent> = indices
             .iter()
-            .filter_map(|&i| events[i].ready().cloned())
+            .filter_map(|&i| events.events[i].what.ready().cloned())
             .collect();
         MultiSet::open(backend, &resolved, attach, options)
     };
-    let is_ready = |i: &usize| in_class[*i] && events[*i].ready().is_some();
+    let is_ready = |i: &usize| in_class[*i] && events.events[*i].what.ready().is_some();
     let mut sets = Vec::new();
     // A weak group's members where it did not open as a group, each opened on its own below
     // (perf's evlist__reset_weak_group).
@@ -280,7 +279,7 @@ fn open_sets<B: Backend>(
             }
         }
     }
-    let ready: Vec<usize> = (0..events.len())
+    let ready: Vec<usize> = (0..events.events.len())
         .filter(is_ready)
         .filter(|i| split.contains(i) || !groups.iter().any(|(group, _)| group.contains(i)))
         .collect();

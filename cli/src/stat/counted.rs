@@ -11,6 +11,7 @@ use counterhal_hal::{OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::ForwardSignals;
 
 use super::pacing::{Pace, Step};
+use super::plan::EventPlan;
 use super::results::{
     CommandEnd, Counts, EventResult, GRACE, OnInterval, Planned, Run, Snapshot, nanos, not_run,
 };
@@ -19,40 +20,38 @@ use crate::error::CliError;
 
 /// The command counted from its exec, as `perf stat -- cmd` does it: the child is created,
 /// the counters are opened on it to start at its exec and follow what it creates, then it
-/// executes. Each `{a,b}` group (indices into `events`) is opened as one set, counted whole or
+/// executes. Each group of `events` (`{a,b}`) is opened as one set, counted whole or
 /// not at all (a `weak` one, where it does not open as one, each member on its own), and
 /// every other event on its own, so one the machine lacks does not keep the others from
 /// counting (perf's behaviour). With [`Follow::CommandOnly`] (`-i`) the
 /// counters count the command's own process alone. Each interval's snapshot goes to
 /// `on_interval` as it is read, counting only while the events are on (`-D`, `--control`).
-#[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 pub fn run_counted_command<B: Backend>(
     backend: &B,
-    events: &[Planned],
+    events: &EventPlan,
     command: &[OsString],
     pace: Pace,
-    groups: &[Vec<usize>],
-    weak: &[bool],
     follow: Follow,
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
-    let ready: Vec<ResolvedEvent> = events.iter().filter_map(Planned::ready).cloned().collect();
+    let ready: Vec<ResolvedEvent> = events.what().filter_map(Planned::ready).cloned().collect();
     // Where each planned event is among those opened (events not resolved are not opened).
-    let mut place = Vec::with_capacity(events.len());
+    let mut place = Vec::with_capacity(events.events.len());
     let mut next = 0;
-    for planned in events {
+    for planned in events.what() {
         place.push(planned.ready().map(|_| next));
         next += usize::from(planned.ready().is_some());
     }
-    let mut opened_groups: Vec<(Vec<usize>, bool)> = groups
+    let mut opened_groups: Vec<(Vec<usize>, bool)> = events
+        .groups
         .iter()
-        .zip(weak.iter().copied().chain(std::iter::repeat(false)))
-        .map(|(group, weak)| {
+        .map(|group| {
             let members: Vec<usize> = group
+                .members
                 .iter()
                 .filter_map(|&i| place.get(i).copied().flatten())
                 .collect();
-            (members, weak)
+            (members, group.weak)
         })
         .filter(|(group, _)| !group.is_empty())
         .collect();
@@ -92,7 +91,7 @@ pub fn run_counted_command<B: Backend>(
     let place_all = |readings: Vec<Result<Reading, Error>>| {
         let mut readings = readings.into_iter();
         events
-            .iter()
+            .what()
             .map(|planned| {
                 let mut result = planned.result(&label);
                 if planned.ready().is_some() {
@@ -104,7 +103,7 @@ pub fn run_counted_command<B: Backend>(
             })
             .collect::<Vec<EventResult>>()
     };
-    let names = events.iter().map(|p| p.result(&label).name).collect();
+    let names = events.what().map(|p| p.result(&label).name).collect();
     let mut windows = Windows::new(names, pace.starts_on());
     let read_now = |counted: &mut CountedCommand<_>| {
         let readings = place_all(counted.read())

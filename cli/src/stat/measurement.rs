@@ -14,20 +14,17 @@
 
 use counterhal_hal::BackendExt;
 use std::ffi::OsString;
-use std::path::Path;
-use std::sync::Arc;
 
 use counterhal::Target as Attach;
 use counterhal::advanced::AnyBackend;
 use counterhal::advanced::Follow;
 use counterhal::{Context, Error, ErrorKind, Registration};
 use counterhal_hal::Backend;
-use counterhal_hal::{
-    BackendTarget, Countable, CpuList, Reading, Scope, countable_form, user_space_note,
-};
+use counterhal_hal::{BackendTarget, Countable, Reading, Scope, countable_form, user_space_note};
 
 use super::attached::run_on_targets;
 use super::counted::run_counted_command;
+use super::plan::{EventPlan, PlannedEvent};
 use super::results::{OnInterval, Plan, Planned, Run, Snapshot};
 use super::targets::Targets;
 use super::tool::Tool;
@@ -111,13 +108,16 @@ pub fn rename(events: &mut [Planned], shown_as: &[(String, String)]) {
 /// Where this process may count the kernel (a software clock counting it opens), no event is
 /// refused for that reason and nothing is tried per event: each event opens once, when it is
 /// counted (as perf opens each once and falls back only when an open is refused).
-pub fn fall_back_to_user_space<B: Backend>(backend: &B, events: &mut [Planned]) -> Option<String> {
+pub fn fall_back_to_user_space<B: Backend>(
+    backend: &B,
+    events: &mut [PlannedEvent],
+) -> Option<String> {
     if kernel_counting_permitted(backend) {
         return None;
     }
     let mut fell_back = Vec::new();
     let mut reason = None;
-    for planned in events.iter_mut() {
+    for planned in events.iter_mut().map(|event| &mut event.what) {
         let Planned::Ready(event) = planned else {
             continue;
         };
@@ -159,43 +159,27 @@ fn kernel_counting_permitted<B: Backend>(backend: &B) -> bool {
     })
 }
 
-/// Counts `events` (each in its cgroup of `cgroups`, if any; system-wide, each on its PMU's
-/// CPUs of `pmu_cpus`, if any; each of `groups` together, or each member alone where the group
-/// is `weak` and does not open) on `targets` while `command` runs, once; each interval's
-/// snapshot (`-I`) goes to `on_interval` as it is read, with its tool events filled in.
+/// Counts `events` (each in its cgroup, if any; system-wide, each on its PMU's CPUs, if it
+/// has its own; each group together, or each member alone where the group is weak and does
+/// not open) on `targets` while `command` runs, once; each interval's snapshot (`-I`) goes to
+/// `on_interval` as it is read, with its tool events filled in.
 ///
 /// # Errors
 /// A target that does not exist (exit 2), a command that is not found (127) or cannot be
 /// executed (126), a counter that cannot be enabled, disabled or read (1).
-#[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 pub fn measure_once<B: Backend + 'static>(
     backend: &B,
-    events: &[Planned],
+    events: &EventPlan,
     targets: &Targets,
-    cgroups: &[Option<Arc<Path>>],
-    pmu_cpus: &[Option<CpuList>],
-    groups: &[Vec<usize>],
-    weak: &[bool],
     command: &[OsString],
     plan: Plan,
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
     let mut with_tools = |mut snapshot: Snapshot| {
-        fill_tools_of_interval(&mut snapshot, events);
+        fill_tools_of_interval(&mut snapshot, events.what());
         on_interval(snapshot);
     };
-    let mut run = measure(
-        backend,
-        events,
-        targets,
-        cgroups,
-        pmu_cpus,
-        groups,
-        weak,
-        command,
-        plan,
-        &mut with_tools,
-    )?;
+    let mut run = measure(backend, events, targets, command, plan, &mut with_tools)?;
     if plan.timer {
         // The timer ended as asked (Ctrl-C or the timeout): nothing failed, and its CPU
         // times are no one's.
@@ -204,21 +188,16 @@ pub fn measure_once<B: Backend + 'static>(
         run.end.user_ns = None;
         run.end.sys_ns = None;
     }
-    fill_tools(&mut run, events);
+    fill_tools(&mut run, events.what());
     Ok(run)
 }
 
 /// One run: the command counted from its exec where the backend can follow one process,
 /// else counters on the places asked for (or, for the command, the CPUs it may run on).
-#[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 fn measure<B: Backend + 'static>(
     backend: &B,
-    events: &[Planned],
+    events: &EventPlan,
     targets: &Targets,
-    cgroups: &[Option<Arc<Path>>],
-    pmu_cpus: &[Option<CpuList>],
-    groups: &[Vec<usize>],
-    weak: &[bool],
     command: &[OsString],
     plan: Plan,
     on_interval: OnInterval<'_>,
@@ -226,11 +205,14 @@ fn measure<B: Backend + 'static>(
     let capabilities = backend.capabilities();
     #[cfg(target_os = "linux")]
     if let Some(attr_map) = plan.shared {
+        // bperf's counting takes the plan's parts as slices.
+        let what: Vec<Planned> = events.what().cloned().collect();
+        let groups: Vec<Vec<usize>> = events.groups.iter().map(|g| g.members.clone()).collect();
         return super::bperf::run(
             backend,
-            events,
+            &what,
             targets,
-            groups,
+            &groups,
             attr_map,
             command,
             plan,
@@ -253,8 +235,6 @@ fn measure<B: Backend + 'static>(
                 events,
                 command,
                 plan.pace,
-                groups,
-                weak,
                 Follow::Children,
                 on_interval,
             );
@@ -266,8 +246,6 @@ fn measure<B: Backend + 'static>(
                 events,
                 command,
                 plan.pace,
-                groups,
-                weak,
                 Follow::CommandOnly,
                 on_interval,
             );
@@ -309,28 +287,19 @@ fn measure<B: Backend + 'static>(
         Targets::Command => (Attach::ThisThread, None),
     };
     let mut run = if plan.bpf_cgroups {
+        let what: Vec<Planned> = events.what().cloned().collect();
+        let cgroups: Vec<_> = (0..what.len()).map(|i| events.cgroup_dir(i)).collect();
         super::bpf_cgroups::run(
             backend,
-            events,
+            &what,
             &attach,
-            cgroups,
+            &cgroups,
             command,
             plan,
             on_interval,
         )?
     } else {
-        run_on_targets(
-            backend,
-            events,
-            &attach,
-            cgroups,
-            pmu_cpus,
-            groups,
-            weak,
-            command,
-            plan,
-            on_interval,
-        )?
+        run_on_targets(backend, events, &attach, command, plan, on_interval)?
     };
     run.end.note = note;
     Ok(run)
@@ -345,9 +314,12 @@ fn reading(ns: u64) -> Reading {
 /// Fills in the tool events of one interval's snapshot (each event of `events` planned as
 /// one): `duration_time` is the time so far; the CPU times are not counted per interval (perf
 /// prints them `<not counted>` there too).
-pub fn fill_tools_of_interval(snapshot: &mut Snapshot, events: &[Planned]) {
+pub fn fill_tools_of_interval<'a>(
+    snapshot: &mut Snapshot,
+    events: impl IntoIterator<Item = &'a Planned>,
+) {
     let at = snapshot.at_ns;
-    for (i, planned) in events.iter().enumerate() {
+    for (i, planned) in events.into_iter().enumerate() {
         let Planned::Tool(tool) = *planned else {
             continue;
         };
@@ -366,7 +338,7 @@ pub fn fill_tools_of_interval(snapshot: &mut Snapshot, events: &[Planned]) {
 /// Fills in the tool events of `run` (each event of `events` planned as one): their values
 /// for the whole run; the CPU times are not counted per CPU or thread (perf prints them
 /// `<not counted>` there too) and are not supported without a command.
-pub fn fill_tools(run: &mut Run, events: &[Planned]) {
+pub fn fill_tools<'a>(run: &mut Run, events: impl IntoIterator<Item = &'a Planned>) {
     let end = &run.end;
     let whole = |tool: Tool| -> Result<Reading, Error> {
         let ns = match tool {
@@ -381,7 +353,7 @@ pub fn fill_tools(run: &mut Run, events: &[Planned]) {
             ))
         })
     };
-    for (i, planned) in events.iter().enumerate() {
+    for (i, planned) in events.into_iter().enumerate() {
         let Planned::Tool(tool) = *planned else {
             continue;
         };

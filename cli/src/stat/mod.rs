@@ -75,6 +75,7 @@ mod pacing;
 pub(crate) mod parser;
 mod perf_data;
 mod perf_data_reader;
+mod plan;
 mod plot;
 mod printing;
 pub(crate) mod record;
@@ -93,9 +94,7 @@ mod verbose;
 mod windows;
 
 use counterhal_hal::BackendExt;
-use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use counterhal::metrics as named_metrics;
 use counterhal_hal::Backend;
@@ -105,6 +104,7 @@ use self::arguments::USAGE;
 pub use self::arguments::{HELP, StatArgs};
 use self::intervals::Intervals;
 use self::named_metrics::MetricDef;
+use self::plan::{EventPlan, PlannedEvent, PlannedGroup};
 use self::summary::{EventSummary, Summary};
 use self::targets::Targets;
 use crate::error::CliError;
@@ -205,7 +205,7 @@ pub fn run(mut args: StatArgs) -> Result<ExitCode, CliError> {
 /// tests of `stat`'s planning plan on, where it works.
 #[cfg(all(test, target_os = "linux"))]
 pub(crate) fn the_backend_over_perf_event_open(
-    db: Arc<counterhal_events::Database>,
+    db: std::sync::Arc<counterhal_events::Database>,
     model: &str,
 ) -> counterhal::Result<counterhal::advanced::AnyBackend> {
     let context = counterhal::Context::from_parts(db, None, Some(model.to_owned()));
@@ -216,17 +216,10 @@ pub(crate) fn the_backend_over_perf_event_open(
 struct Counting {
     /// The metrics asked for (`-M`) that count here.
     chosen: Vec<&'static MetricDef>,
-    /// The events, each box of a PMU event its own.
-    events: Vec<results::Planned>,
-    /// The groups, as indices into `events`.
-    groups: Vec<Vec<usize>>,
-    /// Whether each group is weak (`{a,b}:W`): split into its events where it does not open.
-    weak: Vec<bool>,
+    /// The events, each box of a PMU event its own, and their groups.
+    plan: EventPlan,
     /// The PMU events' boxes, merged into one line per event after counting.
     boxes: boxes::Boxes,
-    /// Each event's cgroup (`-G`, `--for-each-cgroup`), by name and by directory.
-    cgroup_names: Vec<Option<String>>,
-    cgroup_dirs: Vec<Option<Arc<Path>>>,
 }
 
 /// Plans the events on `backend`, measures, and writes the summary, with `note` (what was
@@ -268,9 +261,9 @@ fn stat_with<B: Backend + 'static>(
         .map(OutputFile::open)
         .transpose()
         .map_err(|e| CliError::usage(e.error, USAGE))?;
-    let fallback = measurement::fall_back_to_user_space(backend, &mut counting.events);
+    let fallback = measurement::fall_back_to_user_space(backend, &mut counting.plan.events);
     if args.more.verbose {
-        emit_to_stderr(&verbose::planned(&counting.events, &backend.label()));
+        emit_to_stderr(&verbose::planned(counting.plan.what(), &backend.label()));
     }
     // -I's intervals are printed as they end, each event as planned.
     let planned = planned_summaries(args, &counting, &backend.label());
@@ -304,7 +297,7 @@ fn stat_with<B: Backend + 'static>(
     if let (Some(destination), Some(line)) = (record, &args.record) {
         let recording = record::recording(
             line,
-            &counting.events,
+            &counting.plan.what().collect::<Vec<_>>(),
             &summary.events,
             summary.end.elapsed_ns,
         );
@@ -395,9 +388,12 @@ fn plan_counting<B: Backend>(
         .map_err(|e| CliError::usage(e, measurement::EVENT_USAGE))?;
     let (groups, filters) = (boxes.groups(&groups), boxes.spread(&filters));
     let weak_events = boxes.spread(&weak_events);
-    let weak = groups
-        .iter()
-        .map(|group| group.first().is_some_and(|&first| weak_events[first]))
+    let groups = groups
+        .into_iter()
+        .map(|members| PlannedGroup {
+            weak: members.first().is_some_and(|&first| weak_events[first]),
+            members,
+        })
         .collect();
     let (cgroup_names, names) = (boxes.spread(&cgroup_names), boxes.names().to_vec());
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
@@ -409,14 +405,23 @@ fn plan_counting<B: Backend>(
     measurement::rename(&mut events, &shown_as);
     filters::apply(&mut events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     filters::check(backend, &events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
+    let events = events
+        .into_iter()
+        .zip(cgroup_names.into_iter().zip(cgroup_dirs))
+        .zip(boxes.cpus().iter().cloned().chain(std::iter::repeat(None)))
+        .map(|((what, cgroup), cpus)| PlannedEvent {
+            what,
+            cgroup: match cgroup {
+                (Some(name), Some(dir)) => Some((name, dir)),
+                _ => None,
+            },
+            cpus,
+        })
+        .collect();
     Ok(Counting {
         chosen,
-        events,
-        groups,
-        weak,
+        plan: EventPlan { events, groups },
         boxes,
-        cgroup_names,
-        cgroup_dirs,
     })
 }
 
@@ -424,13 +429,13 @@ fn plan_counting<B: Backend>(
 /// intervals.
 fn planned_summaries(args: &StatArgs, counting: &Counting, label: &str) -> Vec<EventSummary> {
     let planned: Vec<_> = counting
+        .plan
         .events
         .iter()
-        .zip(0..)
-        .map(|(event, i)| {
-            let mut result = event.result(label);
+        .map(|event| {
+            let mut result = event.what.result(label);
             if cgroups::in_use(args) {
-                result.cgroup = Some(counting.cgroup_names[i].clone().unwrap_or_default());
+                result.cgroup = Some(event.cgroup_name().to_string());
             }
             result
         })
@@ -490,12 +495,8 @@ fn measure_runs<B: Backend + 'static>(
         }
         runs.push(measurement::measure_once(
             backend,
-            &counting.events,
+            &counting.plan,
             targets,
-            &counting.cgroup_dirs,
-            counting.boxes.cpus(),
-            &counting.groups,
-            &counting.weak,
             &command,
             plan,
             &mut |mut snapshot| {
@@ -525,8 +526,8 @@ fn gather_runs(
     if cgroups::in_use(args) {
         // perf's cgroup column, empty for an event without one.
         for run in runs.iter_mut() {
-            for (event, name) in run.events.iter_mut().zip(&counting.cgroup_names) {
-                event.cgroup = Some(name.clone().unwrap_or_default());
+            for (event, planned) in run.events.iter_mut().zip(&counting.plan.events) {
+                event.cgroup = Some(planned.cgroup_name().to_string());
             }
         }
     }

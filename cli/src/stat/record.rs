@@ -303,7 +303,7 @@ impl Destination {
 /// stands for one perf attr), unit and summed count; `command_line` as it was given.
 pub fn recording(
     command_line: &[OsString],
-    planned: &[Planned],
+    planned: &[&Planned],
     events: &[EventSummary],
     elapsed_ns: u64,
 ) -> Recording {
@@ -314,9 +314,10 @@ pub fn recording(
             // The planned event of this line: the same place when no boxes were merged,
             // else the one of the same name.
             let plan = match planned.len() == events.len() {
-                true => planned.get(i),
+                true => planned.get(i).copied(),
                 false => planned
                     .iter()
+                    .copied()
                     .find(|p| p.ready().is_some_and(|r| r.name == event.name)),
             };
             let unit = match &event.scale {

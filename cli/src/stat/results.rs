@@ -13,6 +13,7 @@ use super::tool::Tool;
 use crate::error::CliError;
 
 /// An event as planned: resolved, or known to be unusable here (reported as not supported).
+#[derive(Clone)]
 pub enum Planned {
     /// Resolved; still may fail to open.
     Ready(ResolvedEvent),

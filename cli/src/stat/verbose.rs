@@ -9,7 +9,7 @@ use super::results::{Counts, Planned, Run};
 
 /// `-v`: one line per event, saying which backend counts it and how it is encoded, or why it
 /// cannot be counted here (perf's -v shows the counters it opens and why one failed).
-pub fn planned(events: &[Planned], backend: &str) -> String {
+pub fn planned<'a>(events: impl IntoIterator<Item = &'a Planned>, backend: &str) -> String {
     let mut out = String::new();
     for planned in events {
         match planned {
