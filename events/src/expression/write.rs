@@ -35,7 +35,7 @@ impl Function {
 }
 
 /// A name as the formula writes it: perf's backslash before each character the name syntax
-/// does not take there, so that [`parse`] reads the same name back.
+/// does not take there, so that [`parse`](super::parse) reads the same name back.
 fn write_name(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
     for (i, c) in name.chars().enumerate() {
         let plain = if i == 0 {
