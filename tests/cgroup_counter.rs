@@ -192,6 +192,7 @@ fn within_2_percent(a: f64, b: f64) -> bool {
 /// `perf stat -a --for-each-cgroup` counting the same workload at the same time.
 #[test]
 fn bpf_mode_counts_as_perf_events_and_perf_at_every_level() {
+    let _alone = bpf_alone();
     let Ok(chosen) = open_default() else {
         skip!(Need::System, "no backend is usable here");
     };
@@ -313,6 +314,7 @@ fn bpf_mode_counts_as_perf_events_and_perf_at_every_level() {
 /// perf event programs) with EPERM; setpriv(1) drops them from the bounding set.
 #[test]
 fn without_cap_bpf_auto_counts_with_perf_events_and_says_why() {
+    let _alone = bpf_alone();
     if std::env::var_os("COUNTERHAL_CGROUP_CHILD").is_some() {
         let chosen = open_default().expect("a backend");
         let counter = counter(&chosen, CgroupModeChoice::Auto).expect("Auto opens");
@@ -383,6 +385,7 @@ fn counter_error(chosen: &Chosen) -> Error {
 /// kernel/bpf/hashtab.c), and the perf-event mode's count of the same work.
 #[test]
 fn the_map_holds_the_followed_cgroups_alone() {
+    let _alone = bpf_alone();
     let Ok(chosen) = open_default() else {
         skip!(Need::System, "no backend is usable here");
     };
@@ -429,4 +432,14 @@ fn the_map_holds_the_followed_cgroups_alone() {
     assert_eq!(faults, of(&perf_events, &top.path).0);
     bpf.unfollow(&top.path);
     bpf.follow(&second.levels[0]).expect("room again");
+}
+
+/// Held by each test here: one at a time. The kernel skips a perf event's BPF program on a
+/// CPU where another BPF program or a map call from user space holds `bpf_prog_active`
+/// (kernel/events/core.c `bpf_overflow_handler`), so the BPF modes of two tests side by side
+/// lose each other's switches.
+fn bpf_alone() -> std::sync::MutexGuard<'static, ()> {
+    static BPF: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    BPF.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

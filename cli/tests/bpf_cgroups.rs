@@ -61,6 +61,7 @@ fn lines_of(text: &str) -> Vec<(f64, String, String)> {
 /// moved into the leaf of `a/b/c`, then `dd` touching a fresh 4 MiB buffer.
 #[test]
 fn bpf_counters_count_each_cgroup_as_perf_does() {
+    let _alone = crate::common::bpf_alone();
     linux_or_skip!();
     let _alone = cpu_0_alone();
     if !running_as_root() {

@@ -57,6 +57,7 @@ mod serve_topology;
 mod serve_web;
 mod shell;
 mod software_events;
+#[cfg(target_os = "linux")]
 mod stat_bpf_shared;
 mod stat_control;
 mod stat_groups;

@@ -164,6 +164,7 @@ pub fn make_parent(root: &Path, what: &str) -> TestCgroup {
 /// and `/proc/PID/status` (`VmRSS`).
 #[test]
 fn a_thousand_cgroups_cost_the_bpf_mode_no_descriptors() {
+    let _alone = crate::common::bpf_alone();
     let root = unified_or_skip!();
     let parent = make_parent(&root, "serve-bpf-many");
     for i in 0..1000 {
@@ -272,6 +273,7 @@ pub fn run_in(cgroup: &Path, shell: Option<u32>, mut input: std::process::ChildS
 /// cgroup, as `-G` opens them), counting the same run as its command.
 #[test]
 fn the_bpf_mode_counts_each_level_as_perf_events_and_perf_do() {
+    let _alone = crate::common::bpf_alone();
     let root = unified_or_skip!();
     perf_or_skip!();
     let _alone = cpu_0_alone();
@@ -406,6 +408,7 @@ fn perf_for_each_cgroup(events: &str, names: &[String], leaf: &Path) -> String {
 /// `getrusage` (`/usr/bin/time -f %R`, GNU time): the parent's count grows by at least them.
 #[test]
 fn a_cgroup_made_and_removed_between_scrapes_counts_in_its_parent() {
+    let _alone = crate::common::bpf_alone();
     let root = unified_or_skip!();
     let _alone = cpu_0_alone();
     if !Command::new("/usr/bin/time")
@@ -468,6 +471,7 @@ fn a_cgroup_made_and_removed_between_scrapes_counts_in_its_parent() {
 /// `stat -G` opens them), counting the same runs.
 #[test]
 fn the_bpf_mode_counts_work_on_every_cpu() {
+    let _alone = crate::common::bpf_alone();
     let root = unified_or_skip!();
     let _alone = cpu_0_alone();
     let cgroup = make_parent(&root, "serve-bpf-cpus");

@@ -71,6 +71,7 @@ fn grown(modes: &(Served, Served), before: &(String, String), label: &str) -> (f
 /// cgroup (more than 100 faults: `dd`'s start and its buffer's fresh pages).
 #[test]
 fn a_cgroup_made_again_under_its_path_is_counted_again() {
+    let _alone = crate::common::bpf_alone();
     let root = crate::unified_or_skip!();
     let _alone = cpu_0_alone();
     let top = make_parent(&root, "serve-bpf-again");
@@ -116,6 +117,7 @@ impl Drop for Many {
 /// (tools/perf/util/bpf_skel/bperf_cgroup.bpf.c), whose map holds the followed cgroups alone.
 #[test]
 fn cgroups_nobody_follows_take_no_room_in_the_bpf_map() {
+    let _alone = crate::common::bpf_alone();
     let root = crate::unified_or_skip!();
     let _alone = cpu_0_alone();
     let top = make_parent(&root, "serve-bpf-room");
@@ -198,6 +200,7 @@ int main(int argc, char **argv) {
 /// (`perf_cgroup_attach`, kernel/events/core.c), counting the same run.
 #[test]
 fn a_task_that_moves_itself_is_counted_from_its_move() {
+    let _alone = crate::common::bpf_alone();
     let root = crate::unified_or_skip!();
     let _alone = cpu_0_alone();
     let dir = std::env::temp_dir().join(format!("counterhal-self-move-{}", std::process::id()));
@@ -276,6 +279,7 @@ impl Drop for Chain {
 /// counts a cgroup event for its descendants' tasks, `perf_cgroup_match`).
 #[test]
 fn cgroups_too_deep_for_the_bpf_mode_are_reported_apart() {
+    let _alone = crate::common::bpf_alone();
     let root = crate::unified_or_skip!();
     let _alone = cpu_0_alone();
     let top = make_parent(&root, "serve-bpf-deep");
@@ -333,6 +337,7 @@ fn cgroups_too_deep_for_the_bpf_mode_are_reported_apart() {
 /// raises cgroup-switches where the perf_event controller's cgroups of the two tasks differ.
 #[test]
 fn a_v1_perf_event_hierarchy_turns_the_bpf_mode_away() {
+    let _alone = crate::common::bpf_alone();
     let root = crate::unified_or_skip!();
     drop(root);
     if std::env::var_os("COUNTERHAL_TEST_PERF_EVENT_V1").is_none() {

@@ -120,6 +120,7 @@ macro_rules! stat_b {
 /// program's 2,000 fresh pages, one fault each.
 #[test]
 fn counts_as_without_bpf() {
+    let _alone = crate::common::bpf_alone();
     let fs = bpffs!("bperf-counts");
     let touch = match toucher() {
         Ok(touch) => touch,
@@ -153,12 +154,18 @@ fn counts_as_without_bpf() {
     let (with, without) = (counts(&with.stderr), counts(&without.stderr));
     let (with, without) = (with[0].1, without[0].1);
     assert!((2000..2100).contains(&without), "{without}");
-    assert!(with.abs_diff(without) <= 2, "-b {with}, without {without}");
+    // Counting starts at the command's release, not its exec (perf's bperf): the exec's
+    // own faults differ by a few, more on a loaded machine; 1% still finds a count lost or
+    // doubled.
+    assert!(
+        with.abs_diff(without) <= without / 100,
+        "-b {with}, without {without}"
+    );
     let with = counts(&shell_with.stderr)[0].1;
     let without = counts(&shell_without.stderr)[0].1;
     assert!(without >= 2000, "{without}");
     assert!(
-        with.abs_diff(without) <= 8,
+        with.abs_diff(without) <= without / 100,
         "-b {with}, without {without} (sh -c)"
     );
 }
@@ -173,6 +180,7 @@ fn counts_as_without_bpf() {
 /// bpf_perf.h: the map holds ids, no references), read back from the kernel's map.
 #[test]
 fn two_sessions_share_one_leader() {
+    let _alone = crate::common::bpf_alone();
     let fs = bpffs!("bperf-share");
     let map = fs.map();
     let map_arg = map.to_str().unwrap().to_string();
@@ -260,6 +268,7 @@ fn two_sessions_share_one_leader() {
 /// Oracle: the kernel refusing to pin outside a BPF file system (EPERM, kernel/bpf/inode.c).
 #[test]
 fn a_map_outside_a_bpf_file_system_is_refused() {
+    let _alone = crate::common::bpf_alone();
     let _fs = bpffs!("bperf-refuse");
     let dir = std::env::temp_dir();
     let map = dir.join(format!("counterhal-not-bpffs-{}", std::process::id()));
@@ -287,6 +296,7 @@ fn a_map_outside_a_bpf_file_system_is_refused() {
 /// create_perf_stat_counter.
 #[test]
 fn keys_are_perf_72s_attributes() {
+    let _alone = crate::common::bpf_alone();
     let perf = match counterhal_conformance::fixtures::perf_tree::perf_7_2() {
         Ok(perf) => perf,
         Err(why) => skip!(Need::Tools, "{why}"),
@@ -371,6 +381,7 @@ fn keys_are_perf_72s_attributes() {
 /// `sysfs__mountpoint()`, bpf_counter.c's `bperf_lock_attr_map`).
 #[test]
 fn the_default_map_is_perfs() {
+    let _alone = crate::common::bpf_alone();
     // Mounting one at all is the privilege this takes.
     let _fs = bpffs!("bperf-default");
     let script = format!(

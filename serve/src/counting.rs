@@ -482,7 +482,7 @@ impl Exporter {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 impl Place {
     /// `cgroup`'s place on `cpu`, counting `columns`, labelled as `kubelet` and `slurm` read
     /// its path, its readings set by hand: what the exposition's tests write.

@@ -372,3 +372,14 @@ pub fn perf_6_1() -> Result<Command, String> {
         _ => Err("no perf 6.1 (Debian 12's linux-perf)".to_string()),
     }
 }
+
+/// Held by each test that counts through BPF programs (serve's BPF mode, `stat
+/// --bpf-counters`): one at a time in this binary. The kernel skips a perf event's BPF
+/// program on a CPU where another BPF program or a map call from user space holds
+/// `bpf_prog_active` (kernel/events/core.c `bpf_overflow_handler`), so two such tests side by
+/// side lose each other's switches and counts.
+pub fn bpf_alone() -> std::sync::MutexGuard<'static, ()> {
+    static BPF: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    BPF.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
