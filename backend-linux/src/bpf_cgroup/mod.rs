@@ -481,6 +481,17 @@ fn cgroup_id(cgroup: &Path) -> Result<u64> {
     })
 }
 
+/// Held by each BPF test of this crate: one at a time. The kernel skips a BPF program on a
+/// CPU where another one or a user-space map call holds `bpf_prog_active`
+/// (kernel/events/core.c `bpf_overflow_handler`), so two tests side by side lose each other's
+/// switches.
+#[cfg(test)]
+fn bpf_alone() -> std::sync::MutexGuard<'static, ()> {
+    static BPF: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    BPF.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::insn::{Asm, R1, R10, op};
@@ -495,6 +506,7 @@ mod tests {
     /// Oracle: the kernel's UAPI header, `linux/bpf.h` (and `linux/bpf_common.h`).
     #[test]
     fn numbers_match_the_system_header() {
+        let _alone = super::bpf_alone();
         if !std::path::Path::new("/usr/include/linux/bpf.h").exists() {
             skip!(
                 Need::Tools,
@@ -686,6 +698,7 @@ mod tests {
     /// CAP_PERFMON may; then "R0 !read_ok" where `exit` finds `r0` unset).
     #[test]
     fn a_refused_program_is_an_error_with_the_verifiers_log() {
+        let _alone = super::bpf_alone();
         let mut asm = Asm::default();
         asm.load64(R1, R10, -8);
         asm.exit();
@@ -716,6 +729,7 @@ mod tests {
     /// its bound).
     #[test]
     fn the_largest_program_passes_the_verifier() {
+        let _alone = super::bpf_alone();
         use super::bpf_mode::{create, load, load_for};
         use super::program::Run;
         use std::os::fd::AsFd;
@@ -826,6 +840,7 @@ mod tests {
     /// one per fresh page touched).
     #[test]
     fn a_time_with_switches_missed_is_given_to_no_cgroup() {
+        let _alone = super::bpf_alone();
         use super::bpf_mode::{create, load, per_cpu_room, possible_cpus};
         use super::program::{READING_BYTES, Run, SWITCHES_MISSED};
         use crate::sys::{self, PerfEventAttr, TYPE_SOFTWARE, attr_bit};

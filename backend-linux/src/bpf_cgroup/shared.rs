@@ -744,6 +744,7 @@ mod tests {
     /// protocol (tools/perf/util/bpf_counter.c: `bperf__load`, libperf's bpf_perf.h).
     #[test]
     fn two_sessions_share_one_leader() {
+        let _alone = super::super::bpf_alone();
         let fs = match Bpffs::mount() {
             Ok(fs) => fs,
             Err(why) => skip!(Need::Privilege, "mounting a BPF file system: {why}"),
@@ -825,6 +826,7 @@ mod tests {
     /// and `BPF_PROG_TEST_RUN` running each program on the caller's CPU (net/bpf/test_run.c).
     #[test]
     fn the_exit_follower_adds_the_leaders_differences() {
+        let _alone = super::super::bpf_alone();
         use crate::sys::{self, attr_bit};
         let possible = possible_cpus().unwrap();
         let cpu = possible[0];
