@@ -905,15 +905,7 @@ mod tests {
         let run = || {
             sys_bpf::prog_run_on_cpu(program.as_fd(), cpu).expect("the program run here");
         };
-        // Memory never used before (kept: freed, the allocator would hand the same pages
-        // back, already mapped).
-        let touch = |pages: usize| {
-            let fresh = vec![0u8; pages * 4096].leak();
-            for page in fresh.chunks_mut(4096) {
-                page[0] = 1;
-            }
-            std::hint::black_box(&fresh);
-        };
+        let touch = sys::touch_fresh_pages;
         let counted_by_kernel = || {
             let mut value = [0u8; 8];
             let mut file = std::fs::File::from(event.try_clone().unwrap());

@@ -724,13 +724,7 @@ mod tests {
 
     /// Touches `pages` fresh pages: one page fault each.
     fn touch(pages: usize) {
-        // Past glibc's largest mmap threshold (32 MiB): fresh pages from the kernel, never
-        // memory another test freed; the first page holds the allocator's header.
-        let fresh = vec![0u8; 64 << 20].leak();
-        for page in fresh.chunks_mut(4096).skip(1).take(pages) {
-            page[0] = 1;
-        }
-        std::hint::black_box(&fresh);
+        crate::sys::touch_fresh_pages(pages);
     }
 
     /// Two followers of one event share one leader: the attr map holds one entry, whose
