@@ -242,7 +242,11 @@ pub fn touch_fresh_pages(pages: usize) {
             0,
         )
     };
-    assert_ne!(base, libc::MAP_FAILED, "an anonymous mapping of {len} bytes");
+    assert_ne!(
+        base,
+        libc::MAP_FAILED,
+        "an anonymous mapping of {len} bytes"
+    );
     // SAFETY: `base..base + len` is the mapping made above; advice changes no contents.
     unsafe { libc::madvise(base, len, libc::MADV_NOHUGEPAGE) };
     for at in (0..pages).map(|n| n * page) {
