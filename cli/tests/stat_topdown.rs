@@ -302,3 +302,97 @@ fn topdown_on_one_kind_of_hybrid_core_opens_what_perf_7_2_does() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Whether `line` is a metric-only table's heading line (`%  tma_retiring ...`).
+fn is_heading(line: &str) -> bool {
+    line.trim_start().starts_with('%') && line.contains("tma_")
+}
+
+/// The metric-only table's columns in `text`: each heading's metric (`tma_retiring` of
+/// `%  tma_retiring`) with the number under it, from the heading line and the next line.
+fn columns(text: &str) -> Vec<(String, f64)> {
+    let mut lines = text.lines().skip_while(|l| !is_heading(l));
+    let names: Vec<String> = lines
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .filter(|w| w.starts_with("tma_"))
+        .map(String::from)
+        .collect();
+    let values: Vec<f64> = lines
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(
+        names.len(),
+        values.len(),
+        "a column without a number: {text}"
+    );
+    let mut columns: Vec<(String, f64)> = names.into_iter().zip(values).collect();
+    columns.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    columns
+}
+
+/// Oracle: perf 7.2.13, `PERF_CPUID=GenuineIntel-6-97-2` (Alder Lake) and
+/// `GenuineIntel-6-AA-4` (Meteor Lake) `perf stat -vv --topdown -a true` under the hybrid
+/// trees of [`hybrid_tree`], no `--cputype`: it opens both kinds of core's TopdownL1 events
+/// (slots, the perf-metrics events and INT_MISC.UOP_DROPPING on `cpu_core`, the Atom cores'
+/// TOPDOWN_*.ALL and CPU_CLK_UNHALTED.CORE on `cpu_atom`) and prints each metric twice in
+/// one metric-only table, once per kind, with no PMU named; each kind is told by its
+/// number (under the shim every event counts the same clock, so each number is what the
+/// kind's formula makes of equal counts: the Core cores' tma_bad_speculation 125, the Atom
+/// cores' 40 on Alder Lake). counterhal opens the same events and prints the same columns,
+/// each with its kind's number (within 1.5 points), the Core cores' first. Before, it
+/// opened and printed the Core cores' alone.
+#[test]
+fn topdown_on_a_hybrid_chip_opens_and_prints_both_kinds_as_perf_7_2_does() {
+    if let Err(why) = perf_7_2() {
+        skip!(Need::Tools, "{why}");
+    }
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    let shim = build_shim("stat-topdown-both").unwrap();
+    let dir = shim.parent().unwrap();
+    for (meteorlake, cpuid) in [
+        (false, "GenuineIntel-6-97-2"),
+        (true, "GenuineIntel-6-AA-4"),
+    ] {
+        let tree = hybrid_tree(dir, meteorlake);
+        let (ok, _, theirs) = perf(&tree, cpuid, &shim, &["--topdown", "-vv"]);
+        assert!(ok, "perf on {cpuid}: {theirs}");
+        let (ok, _, mine) = ours(&tree, cpuid, &shim, &["--topdown", "-v"]);
+        assert!(ok, "counterhal on {cpuid}: {mine}");
+        let (their_opens, my_opens) = (perf_opens(&theirs), our_opens(&mine));
+        let pmus = |opens: &BTreeSet<Open>| opens.iter().map(|o| o.0).collect::<BTreeSet<_>>();
+        assert_eq!(pmus(&their_opens), BTreeSet::from([4, 10]), "{theirs}");
+        assert_eq!(my_opens, their_opens, "{cpuid}: ours, perf 7.2's");
+        // The table, without -vv's lines among it.
+        let (_, _, theirs) = perf(&tree, cpuid, &shim, &["--topdown"]);
+        let (_, _, mine) = ours(&tree, cpuid, &shim, &["--topdown"]);
+        let (their_columns, my_columns) = (columns(&theirs), columns(&mine));
+        assert_eq!(their_columns.len(), 8, "{theirs}");
+        let names = |c: &[(String, f64)]| c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&my_columns), names(&their_columns), "{cpuid}");
+        for (mine, theirs) in my_columns.iter().zip(&their_columns) {
+            assert!(
+                (mine.1 - theirs.1).abs() < 1.5,
+                "{cpuid}: {mine:?}, perf's {theirs:?}"
+            );
+        }
+        // The Core cores' first: their columns are perf's with `--cputype core`.
+        let (_, _, core) = perf(&tree, cpuid, &shim, &["--topdown", "--cputype", "core"]);
+        let core = columns(&core);
+        let heading = mine.lines().find(|l| is_heading(l)).unwrap();
+        let mut leading: Vec<&str> = heading
+            .split_whitespace()
+            .filter(|w| w.starts_with("tma_"))
+            .take(core.len())
+            .collect();
+        leading.sort_unstable();
+        assert_eq!(leading, names(&core), "{cpuid}: {heading}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

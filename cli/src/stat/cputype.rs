@@ -122,6 +122,46 @@ pub fn with_model(context: counterhal::Context, cputype: &str) -> counterhal::Co
     }
 }
 
+/// The core PMU of the kind of core whose table the database model `model` is, where it is
+/// one kind of a hybrid chip's (`cpu_core` for `adl_glc`, `cpu_atom` for `adl_grt`).
+pub fn core_pmu_of(database: &counterhal_events::Database, model: &str) -> Option<&'static str> {
+    use counterhal_events::HybridCore;
+    [
+        (HybridCore::CORE, "cpu_core"),
+        (HybridCore::ATOM, "cpu_atom"),
+    ]
+    .into_iter()
+    .find(|(core_type, _)| database.hybrid_sibling_id(model, *core_type) == Some(model))
+    .map(|(_, pmu)| pmu)
+}
+
+/// The tables of each kind of core of the chip whose table `context`'s model is, each with
+/// its core PMU, the Core cores' first (`adl_glc` on `cpu_core`, `adl_grt` on `cpu_atom`),
+/// where the model is one core's of a hybrid chip: what perf 7.2 computes `--topdown` on
+/// without `--cputype` (each core PMU's metrics). The model alone otherwise, with its core
+/// PMU where it has one.
+pub fn every_core(context: &counterhal::Context) -> Vec<(String, Option<&'static str>)> {
+    let Some(model) = context.model() else {
+        return Vec::new();
+    };
+    let database = context.database();
+    let mut models: Vec<(String, Option<&'static str>)> = Vec::new();
+    for core_type in [
+        counterhal_events::HybridCore::CORE,
+        counterhal_events::HybridCore::ATOM,
+    ] {
+        if let Some(id) = database.hybrid_sibling_id(model, core_type)
+            && !models.iter().any(|(m, _)| m == id)
+        {
+            models.push((id.to_string(), core_pmu_of(database, id)));
+        }
+    }
+    if models.is_empty() {
+        models.push((model.to_string(), None));
+    }
+    models
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

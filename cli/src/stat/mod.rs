@@ -156,13 +156,35 @@ pub fn run(mut args: StatArgs) -> Result<ExitCode, CliError> {
     if let Some(cputype) = args.more.cputype().filter(|_| metrics) {
         context = cputype::with_model(context, cputype);
     }
-    // --topdown: the model's TopdownLN metrics, printed alone.
+    // --topdown: the model's TopdownLN metrics, printed alone; on a hybrid chip without
+    // --cputype, each kind of core's (the other's in `others`).
+    let mut others = Vec::new();
     if let Some(level) = args.more.topdown_level() {
-        let names = topdown::metrics(context.model(), level).map_err(|e| match e.kind() {
+        let database = context.database();
+        let models = match args.more.cputype() {
+            Some(_) => context.model().map_or_else(Vec::new, |m| {
+                vec![(m.to_string(), cputype::core_pmu_of(database, m))]
+            }),
+            None => cputype::every_core(&context),
+        };
+        let tables: Vec<topdown::Table<'_>> = match models.is_empty() {
+            true => vec![(None, None)],
+            false => models
+                .iter()
+                .map(|(m, pmu)| (Some(m.as_str()), *pmu))
+                .collect(),
+        };
+        let system = args.sysfs.system();
+        let each = topdown::each_core(&system, &tables, level).map_err(|e| match e.kind() {
             counterhal::ErrorKind::InvalidInput => CliError::usage(e, USAGE),
             _ => CliError::failed(e),
         })?;
-        args.metrics.push(names.join(","));
+        for (model, names) in each {
+            match model.filter(|m| Some(*m) != context.model()) {
+                Some(other) => others.push((other.to_string(), vec![names.join(",")])),
+                None => args.metrics.push(names.join(",")),
+            }
+        }
         args.more.metric_only = true;
     }
     if args.model
@@ -198,7 +220,7 @@ pub fn run(mut args: StatArgs) -> Result<ExitCode, CliError> {
         }
         None => measurement::choose_backend(args.backend, &context)?,
     };
-    stat_with(&args, &targets, &backend, context.model(), None)
+    stat_with(&args, &targets, &backend, context.model(), &others, None)
 }
 
 /// The backend over `perf_event_open`, resolving in `db` for CPU model `model`: what the
@@ -224,15 +246,17 @@ struct Counting {
 
 /// Plans the events on `backend`, measures, and writes the summary, with `note` (what was
 /// counted, when it is not what the command line says) under it; `-M` looks up the metrics
-/// of the database model `model` and the portable ones.
+/// of the database model `model` and the portable ones, and those of `others` (a hybrid
+/// chip's other kind of core's model and its `-M` names: `--topdown`'s).
 fn stat_with<B: Backend + 'static>(
     args: &StatArgs,
     targets: &Targets,
     backend: &B,
     model: Option<&str>,
+    others: &[(String, Vec<String>)],
     note: Option<String>,
 ) -> Result<ExitCode, CliError> {
-    let mut counting = plan_counting(args, backend, model)?;
+    let mut counting = plan_counting(args, backend, model, others)?;
     // `stat record`: -o names where the records go, opened before the command runs.
     let record = args
         .record
@@ -322,22 +346,35 @@ fn stat_with<B: Backend + 'static>(
 
 /// The metrics and events `args` asks for, planned on `backend`: the metrics' events added,
 /// perf-metrics events grouped, filters and cgroups given to each event, PMU events spread
-/// on their boxes. `model` is the database model whose metrics `-M` looks up.
+/// on their boxes. `model` is the database model whose metrics `-M` looks up; `others` adds
+/// other models' metrics (see [`stat_with`]).
 fn plan_counting<B: Backend>(
     args: &StatArgs,
     backend: &B,
     model: Option<&str>,
+    others: &[(String, Vec<String>)],
 ) -> Result<Counting, CliError> {
     // The metrics whose events and facts are known and countable here; a group's others are
     // named. A metric that cannot count here is refused (exit 1), one that is not known
     // (an event or fact unknown here) is bad input (exit 2).
     let resolve = |event: &str| runnable::uncountable_here(backend, event);
     let system = args.sysfs.system();
-    let (chosen, left_out) =
-        runnable::plan(&system, &args.metrics, model, &resolve).map_err(|e| match e.kind() {
+    let (mut chosen, mut left_out) = runnable::plan(&system, &args.metrics, model, &resolve)
+        .map_err(|e| match e.kind() {
             counterhal::ErrorKind::Unsupported => CliError::failed(e),
             _ => CliError::usage(e, USAGE),
         })?;
+    // Another kind of core's metrics that cannot run here (its PMU absent) are left out, as
+    // perf reads only the tables of the PMUs it finds.
+    for (other, names) in others {
+        match runnable::plan(&system, names, Some(other), &resolve) {
+            Ok((theirs, notes)) => {
+                chosen.extend(theirs);
+                left_out.extend(notes);
+            }
+            Err(e) => left_out.push(format!("the metrics of `{other}` left out: {e}")),
+        }
+    }
     for note in left_out {
         emit_to_stderr(&format!("counterhal: {note}\n"));
     }

@@ -92,7 +92,7 @@ fn fed(args: &StatArgs, id: &str, model: &FedModel) -> Result<ExitCode, CliError
             _ => Attach::ThisThread,
         };
         let targets = Targets::Attach(attach);
-        let result = super::stat_with(args, &targets, &model.backend, Some(id), Some(note));
+        let result = super::stat_with(args, &targets, &model.backend, Some(id), &[], Some(note));
         done.store(true, Ordering::Relaxed);
         result
     })

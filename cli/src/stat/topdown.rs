@@ -8,6 +8,7 @@
 
 use counterhal::Error;
 use counterhal::metrics::{self as named_metrics, MetricDef};
+use counterhal_system::System;
 
 /// The level a metric's groups place it at, as perf reads it: the digit after the first
 /// `TopdownL` of its groups joined by `;` (perf's `strstr` of `MetricGroup`).
@@ -17,24 +18,55 @@ fn level_of(metric: &MetricDef) -> Option<u32> {
     joined[at..].chars().next()?.to_digit(10)
 }
 
-/// The metric names `--topdown --td-level level` counts on the database model `model`: the
-/// model's metrics of group `TopdownL<level>`. Where the group holds perf's `tma_` metrics,
-/// those alone: perf's table for a model has no others there, and the others of the group
-/// (perfmon's `Frontend_Bound`, ...) compute the same shares from other names of the same
-/// events.
+/// A table `--topdown` reads: a database model, and the core PMU of its kind of core where it
+/// is one kind of a hybrid chip's (`cpu_core` for `adl_glc`).
+pub type Table<'m> = (Option<&'m str>, Option<&'m str>);
+
+/// Whether `metric` reads an event of a hybrid chip's core PMU other than `own` (perf's
+/// alderlake table holds the Atom cores' metrics beside the Core cores', each reading its
+/// PMU's events: `cpu_atom@TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH@`).
+fn another_cores(system: &System, metric: &MetricDef, own: &str) -> bool {
+    named_metrics::events_needed(system, &[metric])
+        .iter()
+        .filter_map(|event| event.split_once('/').map(|(pmu, _)| pmu))
+        .any(|pmu| pmu.starts_with("cpu_") && pmu != own)
+}
+
+/// The metric names `--topdown --td-level level` counts on each of `tables` (a hybrid chip's
+/// kinds of core, as perf 7.2's `metricgroup__parse_groups` takes every core PMU's metrics;
+/// else one model): each table's metrics of group `TopdownL<level>` that read no other core
+/// PMU's events, and the tables with none there left out. Where the group holds perf's
+/// `tma_` metrics, those alone: perf's table for a model has no others there, and the others
+/// of the group (perfmon's `Frontend_Bound`, ...) compute the same shares from other names of
+/// the same events. The deepest level is the deepest of any table's (perf's
+/// `metricgroups__topdown_max_level`).
 ///
 /// # Errors
-/// The model has no `TopdownL` group (unsupported: perf's "Topdown requested but the
-/// topdown metric groups aren't present."), or `level` is past its deepest (bad input: "The
-/// max level is N."), or has no metric at `level` (unsupported); a malformed table.
-pub fn metrics(model: Option<&str>, level: u32) -> Result<Vec<&'static str>, Error> {
-    let own: &[MetricDef] = match model {
-        Some(id) => named_metrics::of_model(id)?,
-        None => &[],
-    };
-    let deepest = own.iter().filter_map(level_of).max().unwrap_or(0);
+/// No table has a `TopdownL` group (unsupported: perf's "Topdown requested but the topdown
+/// metric groups aren't present."), or `level` is past the deepest (bad input: "The max
+/// level is N."), or no table has a metric at `level` (unsupported); a malformed table.
+pub fn each_core<'m>(
+    system: &System,
+    tables: &[Table<'m>],
+    level: u32,
+) -> Result<Vec<(Option<&'m str>, Vec<&'static str>)>, Error> {
+    let mut read = Vec::with_capacity(tables.len());
+    for (model, pmu) in tables {
+        let own: &[MetricDef] = match model {
+            Some(id) => named_metrics::of_model(id)?,
+            None => &[],
+        };
+        read.push((*model, *pmu, own));
+    }
+    let deepest = read
+        .iter()
+        .flat_map(|(_, _, own)| own.iter())
+        .filter_map(level_of)
+        .max()
+        .unwrap_or(0);
+    let first = tables.first().and_then(|(model, _)| *model);
     if deepest == 0 {
-        let model = model.map_or("no database model".to_string(), |m| {
+        let model = first.map_or("no database model".to_string(), |m| {
             format!("CPU model `{m}`")
         });
         return Err(Error::unsupported(format!(
@@ -51,11 +83,25 @@ pub fn metrics(model: Option<&str>, level: u32) -> Result<Vec<&'static str>, Err
         .with_hint(format!("--td-level 1 to {deepest} (0: 1)")));
     }
     let group = format!("TopdownL{level}");
-    let members: Vec<&MetricDef> = own
-        .iter()
-        .filter(|m| m.groups.iter().any(|g| *g == group))
+    let each: Vec<(Option<&'m str>, Vec<&'static str>)> = read
+        .into_iter()
+        .map(|(model, pmu, own)| {
+            let members: Vec<&'static MetricDef> = own
+                .iter()
+                .filter(|m| m.groups.iter().any(|g| *g == group))
+                .filter(|m| pmu.is_none_or(|pmu| !another_cores(system, m, pmu)))
+                .collect();
+            let perfs = members.iter().any(|m| m.name.starts_with("tma_"));
+            let names = members
+                .into_iter()
+                .filter(|m| !perfs || m.name.starts_with("tma_"))
+                .map(|m| m.name)
+                .collect();
+            (model, names)
+        })
+        .filter(|(_, names): &(_, Vec<_>)| !names.is_empty())
         .collect();
-    if members.is_empty() {
+    if each.is_empty() {
         // Perf's table has every level up to its deepest; the database's may lack one.
         return Err(Error::unsupported(format!(
             "--td-level {level}: the CPU model's metrics have no group {group} (its \
@@ -63,17 +109,18 @@ pub fn metrics(model: Option<&str>, level: u32) -> Result<Vec<&'static str>, Err
         ))
         .with_hint("`counterhal list --metrics` lists the CPU model's metric groups"));
     }
-    let perfs = members.iter().any(|m| m.name.starts_with("tma_"));
-    Ok(members
-        .into_iter()
-        .filter(|m| !perfs || m.name.starts_with("tma_"))
-        .map(|m| m.name)
-        .collect())
+    Ok(each)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--topdown --td-level level`'s metrics on the one model `model`.
+    fn metrics(model: Option<&str>, level: u32) -> Result<Vec<&'static str>, Error> {
+        let mut each = each_core(&System::host(), &[(model, None)], level)?;
+        Ok(each.pop().map(|(_, names)| names).unwrap_or_default())
+    }
 
     /// Oracle: perf 7.2.13 (`PERF_CPUID=GenuineIntel-6-8F-8 perf stat --topdown -a true`
     /// under a Sapphire Rapids PMU tree) prints tma_frontend_bound, tma_bad_speculation,
@@ -106,5 +153,50 @@ mod tests {
             assert!(none.to_string().contains("aren't present"), "{none}");
             assert_eq!(none.kind(), counterhal::ErrorKind::Unsupported);
         }
+    }
+
+    /// Oracle: perf 7.2.13, `PERF_CPUID=GenuineIntel-6-97-2 perf stat --cputype core|atom
+    /// --topdown --td-level 2 -a -x, true` under the Alder Lake tree: the Core cores' eight
+    /// (tma_memory_bound, tma_core_bound, tma_light_operations, tma_heavy_operations,
+    /// tma_fetch_latency, tma_fetch_bandwidth, tma_machine_clears, tma_branch_mispredicts) and
+    /// the Atom cores' six; without `--cputype` the fourteen, and "The max level is 6." past it.
+    /// Before, the Core cores' table gave eleven (perf's alderlake table's Atom metrics with
+    /// names of their own among them).
+    #[test]
+    fn a_hybrid_chips_levels_are_each_cores_own() {
+        let tables = [
+            (Some("adl_glc"), Some("cpu_core")),
+            (Some("adl_grt"), Some("cpu_atom")),
+        ];
+        let each = each_core(&System::host(), &tables, 2).unwrap();
+        let mut core = each[0].1.clone();
+        core.sort_unstable();
+        assert_eq!(
+            core,
+            [
+                "tma_branch_mispredicts",
+                "tma_core_bound",
+                "tma_fetch_bandwidth",
+                "tma_fetch_latency",
+                "tma_heavy_operations",
+                "tma_light_operations",
+                "tma_machine_clears",
+                "tma_memory_bound",
+            ]
+        );
+        let mut atom = each[1].1.clone();
+        atom.sort_unstable();
+        assert_eq!(
+            atom,
+            [
+                "tma_branch_mispredicts",
+                "tma_core_bound",
+                "tma_ifetch_bandwidth",
+                "tma_ifetch_latency",
+                "tma_machine_clears",
+                "tma_resource_bound",
+            ]
+        );
+        assert_eq!(each_core(&System::host(), &tables, 1).unwrap().len(), 2);
     }
 }
