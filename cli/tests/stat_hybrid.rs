@@ -1,7 +1,7 @@
 //! `stat --cputype` and `--hybrid-merge` against perf 7.2.13 (Debian sid's, the
 //! current-releases lab's root) under the Alder Lake PMU tree (`cpu_core` type 4, `cpu_atom`
-//! type 10), perf in a private mount namespace with the tree over
-//! /sys/bus/event_source/devices and `PERF_CPUID=GenuineIntel-6-97-2`, counterhal with
+//! type 10) and the Meteor Lake one made from it, perf in a private mount namespace with the
+//! tree over /sys/bus/event_source/devices and `PERF_CPUID` naming the chip, counterhal with
 //! `--sysfs TREE`; both with the perf_tree fixture's preloaded `syscall`, which opens every
 //! event as cpu-clock.
 
@@ -14,10 +14,14 @@ use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
 use crate::common::{bin, perf_7_2};
+use crate::stat_topdown::hybrid_tree;
 use crate::sysfs_root::machines;
 
 /// Alder Lake's signature, as perf takes it.
 const CPUID: &str = "GenuineIntel-6-97-2";
+
+/// Meteor Lake's signature, as perf takes it.
+const METEOR_LAKE: &str = "GenuineIntel-6-AA-4";
 
 /// The events compared.
 const EVENTS: &str = "cycles,branches,cache-misses,instructions";
@@ -31,8 +35,9 @@ fn open(type_: u64, config: u64) -> Open {
     (pmu, type_, config)
 }
 
-/// What perf 7.2's `stat -vv ARGS -e EVENTS true` opens for the workload (pid > 0).
-fn perf(tree: &Path, shim: &Path, args: &[&str]) -> (BTreeSet<Open>, String) {
+/// What perf 7.2's `stat -vv ARGS -e EVENTS true` opens for the workload (pid > 0) on the
+/// chip `cpuid`.
+fn perf(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (BTreeSet<Open>, String) {
     let perf = perf_7_2().unwrap();
     let script = r#"
         mount --bind "$1" /sys/bus/event_source/devices || exit 97
@@ -46,7 +51,7 @@ fn perf(tree: &Path, shim: &Path, args: &[&str]) -> (BTreeSet<Open>, String) {
         .args(["stat", "-vv"])
         .args(args)
         .args(["-e", EVENTS, "true"])
-        .env("PERF_CPUID", CPUID)
+        .env("PERF_CPUID", cpuid)
         .env("LC_ALL", "C")
         .env("COUNTERHAL_SHIM", shim)
         .output()
@@ -72,13 +77,14 @@ fn perf(tree: &Path, shim: &Path, args: &[&str]) -> (BTreeSet<Open>, String) {
     (opens, text)
 }
 
-/// What counterhal's `stat -v ARGS -e EVENTS -- true` opens (`-v`'s `perf type=T config=C`).
-fn ours(tree: &Path, shim: &Path, args: &[&str]) -> (BTreeSet<Open>, String) {
+/// What counterhal's `stat -v ARGS -e EVENTS -- true` opens (`-v`'s `perf type=T config=C`)
+/// on the chip `cpuid`.
+fn ours(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (BTreeSet<Open>, String) {
     let output = Command::new(bin())
         .arg("stat")
         .arg("--sysfs")
         .arg(tree)
-        .args(["--cpu-model", CPUID, "-v"])
+        .args(["--cpu-model", cpuid, "-v"])
         .args(args)
         .args(["-e", EVENTS, "--", "true"])
         .env_remove("COUNTERHAL_EVENTS")
@@ -106,24 +112,9 @@ fn ours(tree: &Path, shim: &Path, args: &[&str]) -> (BTreeSet<Open>, String) {
     (opens, text)
 }
 
-/// Oracle: perf 7.2.13, `perf stat -vv --cputype atom|core -e
-/// cycles,branches,cache-misses,instructions true` under the Alder Lake tree: each event is
-/// opened on that kind of core's PMU alone (type 10 or 4), cycles and branches with the same
-/// attr as counterhal's (perf opens cache-misses and instructions through the PMU's sysfs
-/// aliases, `cpu_atom/instructions/` as type 10 config 0xc0, counterhal as the generic event of
-/// that PMU: the same PMU, compared as such); `--hybrid-merge` opens both PMUs' events and
-/// prints one line per event, as counterhal does with or without it. Before, both options
-/// were refused (exit 2).
-#[test]
-fn cputype_and_hybrid_merge_open_what_perf_7_2_opens() {
-    if let Err(why) = perf_7_2() {
-        skip!(Need::Tools, "{why}");
-    }
-    if let Some((need, why)) = unready() {
-        skip!(need, "{why}");
-    }
-    let shim = build_shim("stat-hybrid").unwrap();
-    let tree = machines().join("adl");
+/// Holds counterhal's opens and lines to perf 7.2's under `tree` for the chip `cpuid`, with
+/// `--cputype atom|core|cpu_atom` and `--hybrid-merge`.
+fn opens_as_perf_does(tree: &Path, cpuid: &str, shim: &Path) {
     let pmus = |opens: &BTreeSet<Open>| opens.iter().map(|o| o.0).collect::<BTreeSet<u64>>();
     let generic = |opens: &BTreeSet<Open>| {
         opens
@@ -138,13 +129,13 @@ fn cputype_and_hybrid_merge_open_what_perf_7_2_opens() {
         (&["--cputype", "cpu_atom"], Some(10)),
         (&["--hybrid-merge"], None),
     ] {
-        let (theirs, their_text) = perf(&tree, &shim, args);
-        let (mine, my_text) = ours(&tree, &shim, args);
+        let (theirs, their_text) = perf(tree, cpuid, shim, args);
+        let (mine, my_text) = ours(tree, cpuid, shim, args);
         assert!(!theirs.is_empty(), "perf {args:?}: {their_text}");
         assert_eq!(
             pmus(&mine),
             pmus(&theirs),
-            "{args:?}: PMUs, ours and perf's"
+            "{cpuid} {args:?}: PMUs, ours and perf's"
         );
         if let Some(pmu) = pmu {
             assert_eq!(pmus(&mine), BTreeSet::from([pmu]), "{args:?}");
@@ -152,7 +143,7 @@ fn cputype_and_hybrid_merge_open_what_perf_7_2_opens() {
         assert_eq!(
             generic(&mine),
             generic(&theirs),
-            "{args:?}: cycles, branches"
+            "{cpuid} {args:?}: cycles, branches"
         );
         assert_eq!(generic(&mine).len(), if pmu.is_some() { 2 } else { 4 });
         if pmu.is_none() {
@@ -171,6 +162,32 @@ fn cputype_and_hybrid_merge_open_what_perf_7_2_opens() {
             }
         }
     }
+}
+
+/// Oracle: perf 7.2.13, `perf stat -vv --cputype atom|core -e
+/// cycles,branches,cache-misses,instructions true` under the Alder Lake tree and the Meteor
+/// Lake one (`GenuineIntel-6-AA-4`, [`hybrid_tree`]: the same PMU types): each event is
+/// opened on that kind of core's PMU alone (type 10 or 4), cycles and branches with the same
+/// attr as counterhal's (perf opens cache-misses and instructions through the PMU's sysfs
+/// aliases, `cpu_atom/instructions/` as type 10 config 0xc0, counterhal as the generic event of
+/// that PMU: the same PMU, compared as such); `--hybrid-merge` opens both PMUs' events and
+/// prints one line per event, as counterhal does with or without it. Before, both options
+/// were refused (exit 2); Meteor Lake was not compared (it opens as Alder Lake does).
+#[test]
+fn cputype_and_hybrid_merge_open_what_perf_7_2_opens() {
+    if let Err(why) = perf_7_2() {
+        skip!(Need::Tools, "{why}");
+    }
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    let shim = build_shim("stat-hybrid").unwrap();
+    let dir = shim.parent().unwrap();
+    let adl = machines().join("adl");
+    for (tree, cpuid) in [(adl.clone(), CPUID), (hybrid_tree(dir, true), METEOR_LAKE)] {
+        opens_as_perf_does(&tree, cpuid, &shim);
+    }
+    let tree = adl;
     // An event with no part on that core, and a type no PMU has.
     let refuse = |args: &[&str], events: &str, words: &str| {
         let output = Command::new(bin())

@@ -237,7 +237,7 @@ fn topdown_is_refused_where_perf_7_2_refuses_it() {
 /// than Alder Lake's: `caps/pmu_name` `meteorlake_hybrid`, `mtl_hybrid_mem_attrs` (no
 /// `mem-loads-aux`) and the Atom PMU's `snoop_rsp` format (`config1:0-63`,
 /// `mtl_hybrid_extra_attr`); the same topdown events (`adl_hybrid_events_attrs`).
-fn hybrid_tree(dir: &Path, meteorlake: bool) -> std::path::PathBuf {
+pub(crate) fn hybrid_tree(dir: &Path, meteorlake: bool) -> std::path::PathBuf {
     let tree = dir.join(if meteorlake { "mtl" } else { "adl" });
     let copied = Command::new("cp")
         .arg("-r")
