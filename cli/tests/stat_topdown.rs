@@ -260,13 +260,15 @@ pub(crate) fn hybrid_tree(dir: &Path, meteorlake: bool) -> std::path::PathBuf {
 }
 
 /// Oracle: perf 7.2.13, `PERF_CPUID=GenuineIntel-6-97-2` (Alder Lake) and
-/// `GenuineIntel-6-AA-4` (Meteor Lake) `perf stat -vv --cputype core|atom --topdown -a true`
-/// under the hybrid trees of [`hybrid_tree`]: the Core cores' TopdownL1 on `cpu_core` (slots,
+/// `GenuineIntel-6-AA-4` (Meteor Lake) `perf stat -vv --cputype core|atom --topdown
+/// [--td-level 2] -a true` under the hybrid trees of [`hybrid_tree`]: the Core cores'
+/// TopdownL1 on `cpu_core` (slots,
 /// the perf-metrics events, INT_MISC.UOP_DROPPING) and, for `atom`, the Atom cores' own
 /// (`Unit` `cpu_atom` in perf's JSON) on `cpu_atom`; counterhal opens the same events and
 /// prints the same metric names. Before, each was refused (`cpu_core/INT_MISC.UOP_DROPPING/`:
 /// "unknown term", the JSON event read as a sysfs term; `--cputype atom`: the Core cores'
-/// metrics kept).
+/// metrics kept; `--cputype core --td-level 2`: the Atom cores' tma_ifetch_bandwidth kept,
+/// its cpu_atom event then refused).
 #[test]
 fn topdown_on_one_kind_of_hybrid_core_opens_what_perf_7_2_does() {
     if let Err(why) = perf_7_2() {
@@ -282,8 +284,9 @@ fn topdown_on_one_kind_of_hybrid_core_opens_what_perf_7_2_does() {
         (true, "GenuineIntel-6-AA-4", &["core", "atom"][..]),
     ] {
         let tree = hybrid_tree(dir, meteorlake);
-        for cputype in cputypes {
-            let args = ["--cputype", cputype, "--topdown"];
+        let levels = cputypes.iter().flat_map(|c| [(c, "1"), (c, "2")]);
+        for (cputype, level) in levels {
+            let args = ["--cputype", cputype, "--topdown", "--td-level", level];
             let (ok, _, theirs) = perf(&tree, cpuid, &shim, &[&args[..], &["-vv"]].concat());
             assert!(ok, "perf {args:?} on {cpuid}: {theirs}");
             let (ok, _, mine) = ours(&tree, cpuid, &shim, &[&args[..], &["-v"]].concat());
@@ -335,17 +338,58 @@ fn columns(text: &str) -> Vec<(String, f64)> {
     columns
 }
 
+/// Holds counterhal's `stat ARGS` (`--topdown` without `--cputype`) to perf 7.2's under the
+/// hybrid tree `tree` of the chip `cpuid`: the opens, the columns with their numbers, the Core
+/// cores' columns first.
+fn both_kinds_as_perf_does(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) {
+    let (ok, _, theirs) = perf(tree, cpuid, shim, &[args, &["-vv"]].concat());
+    assert!(ok, "perf on {cpuid} {args:?}: {theirs}");
+    let (ok, _, mine) = ours(tree, cpuid, shim, &[args, &["-v"]].concat());
+    assert!(ok, "counterhal on {cpuid} {args:?}: {mine}");
+    let (their_opens, my_opens) = (perf_opens(&theirs), our_opens(&mine));
+    let pmus = |opens: &BTreeSet<Open>| opens.iter().map(|o| o.0).collect::<BTreeSet<_>>();
+    assert_eq!(pmus(&their_opens), BTreeSet::from([4, 10]), "{theirs}");
+    assert_eq!(my_opens, their_opens, "{cpuid} {args:?}: ours, perf 7.2's");
+    // The table, without -vv's lines among it.
+    let (_, _, theirs) = perf(tree, cpuid, shim, args);
+    let (_, _, mine) = ours(tree, cpuid, shim, args);
+    let (their_columns, my_columns) = (columns(&theirs), columns(&mine));
+    assert!(their_columns.len() >= 8, "{theirs}");
+    let names = |c: &[(String, f64)]| c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&my_columns),
+        names(&their_columns),
+        "{cpuid} {args:?}"
+    );
+    for (mine, theirs) in my_columns.iter().zip(&their_columns) {
+        let close = (mine.1 - theirs.1).abs() < 1.5;
+        assert!(close, "{cpuid} {args:?}: {mine:?}, perf's {theirs:?}");
+    }
+    // The Core cores' first: their columns are perf's with `--cputype core`.
+    let (_, _, core) = perf(tree, cpuid, shim, &[args, &["--cputype", "core"]].concat());
+    let core = columns(&core);
+    let heading = mine.lines().find(|l| is_heading(l)).unwrap();
+    let mut leading: Vec<&str> = heading
+        .split_whitespace()
+        .filter(|w| w.starts_with("tma_"))
+        .take(core.len())
+        .collect();
+    leading.sort_unstable();
+    assert_eq!(leading, names(&core), "{cpuid} {args:?}: {heading}");
+}
+
 /// Oracle: perf 7.2.13, `PERF_CPUID=GenuineIntel-6-97-2` (Alder Lake) and
-/// `GenuineIntel-6-AA-4` (Meteor Lake) `perf stat -vv --topdown -a true` under the hybrid
-/// trees of [`hybrid_tree`], no `--cputype`: it opens both kinds of core's TopdownL1 events
+/// `GenuineIntel-6-AA-4` (Meteor Lake) `perf stat -vv --topdown --td-level 1|2 -a true` under
+/// the hybrid trees of [`hybrid_tree`], no `--cputype`: it opens both kinds of core's events
 /// (slots, the perf-metrics events and INT_MISC.UOP_DROPPING on `cpu_core`, the Atom cores'
 /// TOPDOWN_*.ALL and CPU_CLK_UNHALTED.CORE on `cpu_atom`) and prints each metric twice in
 /// one metric-only table, once per kind, with no PMU named; each kind is told by its
 /// number (under the shim every event counts the same clock, so each number is what the
 /// kind's formula makes of equal counts: the Core cores' tma_bad_speculation 125, the Atom
-/// cores' 40 on Alder Lake). counterhal opens the same events and prints the same columns,
-/// each with its kind's number (within 1.5 points), the Core cores' first. Before, it
-/// opened and printed the Core cores' alone.
+/// cores' 40 on Alder Lake; at level 2 the Core cores' eight and the Atom cores' six).
+/// counterhal opens the same events and prints the same columns, each with its kind's
+/// number (within 1.5 points), the Core cores' first. Before, it opened and printed the
+/// Core cores' alone (at level 2 with three of the Atom cores' among them).
 #[test]
 fn topdown_on_a_hybrid_chip_opens_and_prints_both_kinds_as_perf_7_2_does() {
     if let Err(why) = perf_7_2() {
@@ -361,38 +405,9 @@ fn topdown_on_a_hybrid_chip_opens_and_prints_both_kinds_as_perf_7_2_does() {
         (true, "GenuineIntel-6-AA-4"),
     ] {
         let tree = hybrid_tree(dir, meteorlake);
-        let (ok, _, theirs) = perf(&tree, cpuid, &shim, &["--topdown", "-vv"]);
-        assert!(ok, "perf on {cpuid}: {theirs}");
-        let (ok, _, mine) = ours(&tree, cpuid, &shim, &["--topdown", "-v"]);
-        assert!(ok, "counterhal on {cpuid}: {mine}");
-        let (their_opens, my_opens) = (perf_opens(&theirs), our_opens(&mine));
-        let pmus = |opens: &BTreeSet<Open>| opens.iter().map(|o| o.0).collect::<BTreeSet<_>>();
-        assert_eq!(pmus(&their_opens), BTreeSet::from([4, 10]), "{theirs}");
-        assert_eq!(my_opens, their_opens, "{cpuid}: ours, perf 7.2's");
-        // The table, without -vv's lines among it.
-        let (_, _, theirs) = perf(&tree, cpuid, &shim, &["--topdown"]);
-        let (_, _, mine) = ours(&tree, cpuid, &shim, &["--topdown"]);
-        let (their_columns, my_columns) = (columns(&theirs), columns(&mine));
-        assert_eq!(their_columns.len(), 8, "{theirs}");
-        let names = |c: &[(String, f64)]| c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-        assert_eq!(names(&my_columns), names(&their_columns), "{cpuid}");
-        for (mine, theirs) in my_columns.iter().zip(&their_columns) {
-            assert!(
-                (mine.1 - theirs.1).abs() < 1.5,
-                "{cpuid}: {mine:?}, perf's {theirs:?}"
-            );
+        for level in ["1", "2"] {
+            both_kinds_as_perf_does(&tree, cpuid, &shim, &["--topdown", "--td-level", level]);
         }
-        // The Core cores' first: their columns are perf's with `--cputype core`.
-        let (_, _, core) = perf(&tree, cpuid, &shim, &["--topdown", "--cputype", "core"]);
-        let core = columns(&core);
-        let heading = mine.lines().find(|l| is_heading(l)).unwrap();
-        let mut leading: Vec<&str> = heading
-            .split_whitespace()
-            .filter(|w| w.starts_with("tma_"))
-            .take(core.len())
-            .collect();
-        leading.sort_unstable();
-        assert_eq!(leading, names(&core), "{cpuid}: {heading}");
     }
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -124,7 +124,7 @@ pub fn with_model(context: counterhal::Context, cputype: &str) -> counterhal::Co
 
 /// The core PMU of the kind of core whose table the database model `model` is, where it is
 /// one kind of a hybrid chip's (`cpu_core` for `adl_glc`, `cpu_atom` for `adl_grt`).
-pub fn core_pmu_of(database: &counterhal_events::Database, model: &str) -> Option<&'static str> {
+fn core_pmu_of(database: &counterhal_events::Database, model: &str) -> Option<&'static str> {
     use counterhal_events::HybridCore;
     [
         (HybridCore::CORE, "cpu_core"),

@@ -160,18 +160,22 @@ pub fn run(mut args: StatArgs) -> Result<ExitCode, CliError> {
     // --cputype, each kind of core's (the other's in `others`).
     let mut others = Vec::new();
     if let Some(level) = args.more.topdown_level() {
-        let database = context.database();
-        let models = match args.more.cputype() {
-            Some(_) => context.model().map_or_else(Vec::new, |m| {
-                vec![(m.to_string(), cputype::core_pmu_of(database, m))]
-            }),
-            None => cputype::every_core(&context),
-        };
+        // With --cputype, the other kind's table only tells its metrics apart.
+        let models = cputype::every_core(&context);
+        let counted = |m: &str| args.more.cputype().is_none() || context.model() == Some(m);
         let tables: Vec<topdown::Table<'_>> = match models.is_empty() {
-            true => vec![(None, None)],
+            true => vec![topdown::Table {
+                model: None,
+                pmu: None,
+                counted: true,
+            }],
             false => models
                 .iter()
-                .map(|(m, pmu)| (Some(m.as_str()), *pmu))
+                .map(|(m, pmu)| topdown::Table {
+                    model: Some(m.as_str()),
+                    pmu: *pmu,
+                    counted: counted(m),
+                })
                 .collect(),
         };
         let system = args.sysfs.system();

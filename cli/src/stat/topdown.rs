@@ -18,9 +18,17 @@ fn level_of(metric: &MetricDef) -> Option<u32> {
     joined[at..].chars().next()?.to_digit(10)
 }
 
-/// A table `--topdown` reads: a database model, and the core PMU of its kind of core where it
-/// is one kind of a hybrid chip's (`cpu_core` for `adl_glc`).
-pub type Table<'m> = (Option<&'m str>, Option<&'m str>);
+/// A table `--topdown` reads.
+pub struct Table<'m> {
+    /// The database model.
+    pub model: Option<&'m str>,
+    /// The core PMU of its kind of core, where it is one kind of a hybrid chip's (`cpu_core`
+    /// for `adl_glc`).
+    pub pmu: Option<&'m str>,
+    /// Whether its metrics are counted (`false`: it only tells its chip's other tables'
+    /// metrics from copies of its own, `--cputype` having chosen another kind).
+    pub counted: bool,
+}
 
 /// A table's database model and the metric names `--topdown` counts on it.
 pub type Names<'m> = (Option<&'m str>, Vec<&'static str>);
@@ -33,6 +41,18 @@ fn another_cores(system: &System, metric: &MetricDef, own: &str) -> bool {
         .iter()
         .filter_map(|event| event.split_once('/').map(|(pmu, _)| pmu))
         .any(|pmu| pmu.starts_with("cpu_") && pmu != own)
+}
+
+/// Whether `metric`, of the Core cores' table, is the Atom cores' metric `atoms` holds, by
+/// name, groups and formula: perf's alderlake and meteorlake tables hold both kinds' metrics,
+/// and the Atom cores' that read only other metrics (`tma_resource_bound`: `tma_backend_bound
+/// - tma_core_bound`) read no PMU that tells them apart.
+fn the_atoms(metric: &MetricDef, atoms: &[MetricDef]) -> bool {
+    atoms.iter().any(|theirs| {
+        theirs.name == metric.name
+            && theirs.groups == metric.groups
+            && theirs.expression() == metric.expression()
+    })
 }
 
 /// The metric names `--topdown --td-level level` counts on each of `tables` (a hybrid chip's
@@ -54,20 +74,25 @@ pub fn each_core<'m>(
     level: u32,
 ) -> Result<Vec<Names<'m>>, Error> {
     let mut read = Vec::with_capacity(tables.len());
-    for (model, pmu) in tables {
-        let own: &[MetricDef] = match model {
+    for table in tables {
+        let own: &[MetricDef] = match table.model {
             Some(id) => named_metrics::of_model(id)?,
             None => &[],
         };
-        read.push((*model, *pmu, own));
+        read.push((table, own));
     }
+    let atoms: &[MetricDef] = read
+        .iter()
+        .find(|(table, _)| table.pmu == Some("cpu_atom"))
+        .map_or(&[], |(_, own)| own);
+    read.retain(|(table, _)| table.counted);
     let deepest = read
         .iter()
-        .flat_map(|(_, _, own)| own.iter())
+        .flat_map(|(_, own)| own.iter())
         .filter_map(level_of)
         .max()
         .unwrap_or(0);
-    let first = tables.first().and_then(|(model, _)| *model);
+    let first = read.first().and_then(|(table, _)| table.model);
     if deepest == 0 {
         let model = first.map_or("no database model".to_string(), |m| {
             format!("CPU model `{m}`")
@@ -88,11 +113,12 @@ pub fn each_core<'m>(
     let group = format!("TopdownL{level}");
     let each: Vec<Names<'m>> = read
         .into_iter()
-        .map(|(model, pmu, own)| {
+        .map(|(table, own)| {
             let members: Vec<&'static MetricDef> = own
                 .iter()
                 .filter(|m| m.groups.iter().any(|g| *g == group))
-                .filter(|m| pmu.is_none_or(|pmu| !another_cores(system, m, pmu)))
+                .filter(|m| table.pmu.is_none_or(|pmu| !another_cores(system, m, pmu)))
+                .filter(|m| table.pmu != Some("cpu_core") || !the_atoms(m, atoms))
                 .collect();
             let perfs = members.iter().any(|m| m.name.starts_with("tma_"));
             let names = members
@@ -100,7 +126,7 @@ pub fn each_core<'m>(
                 .filter(|m| !perfs || m.name.starts_with("tma_"))
                 .map(|m| m.name)
                 .collect();
-            (model, names)
+            (table.model, names)
         })
         .filter(|(_, names): &(_, Vec<_>)| !names.is_empty())
         .collect();
@@ -121,7 +147,12 @@ mod tests {
 
     /// `--topdown --td-level level`'s metrics on the one model `model`.
     fn metrics(model: Option<&str>, level: u32) -> Result<Vec<&'static str>, Error> {
-        let mut each = each_core(&System::host(), &[(model, None)], level)?;
+        let table = Table {
+            model,
+            pmu: None,
+            counted: true,
+        };
+        let mut each = each_core(&System::host(), &[table], level)?;
         Ok(each.pop().map(|(_, names)| names).unwrap_or_default())
     }
 
@@ -163,18 +194,21 @@ mod tests {
     /// (tma_memory_bound, tma_core_bound, tma_light_operations, tma_heavy_operations,
     /// tma_fetch_latency, tma_fetch_bandwidth, tma_machine_clears, tma_branch_mispredicts) and
     /// the Atom cores' six.
-    /// Before, the Core cores' table gave eleven (perf's alderlake table's Atom metrics with
-    /// names of their own among them); now nine (its tma_resource_bound, which reads only
-    /// other metrics, is still taken for the Core cores').
+    /// Before, the Core cores' table gave eleven (perf's alderlake table holds the Atom cores'
+    /// metrics: tma_ifetch_bandwidth, tma_ifetch_latency, which read cpu_atom events, and
+    /// tma_resource_bound, which reads only other metrics).
     #[test]
     fn a_hybrid_chips_levels_are_each_cores_own() {
-        let tables = [
-            (Some("adl_glc"), Some("cpu_core")),
-            (Some("adl_grt"), Some("cpu_atom")),
-        ];
+        let table = |model, pmu| Table {
+            model: Some(model),
+            pmu: Some(pmu),
+            counted: true,
+        };
+        let tables = [table("adl_glc", "cpu_core"), table("adl_grt", "cpu_atom")];
         let each = each_core(&System::host(), &tables, 2).unwrap();
-        let core = &each[0].1;
-        for perfs in [
+        let mut core = each[0].1.clone();
+        core.sort_unstable();
+        let perfs = [
             "tma_branch_mispredicts",
             "tma_core_bound",
             "tma_fetch_bandwidth",
@@ -183,13 +217,8 @@ mod tests {
             "tma_light_operations",
             "tma_machine_clears",
             "tma_memory_bound",
-        ] {
-            assert!(core.contains(&perfs), "{perfs}: {core:?}");
-        }
-        // The Atom cores' metrics reading cpu_atom events are theirs alone; the table's
-        // tma_resource_bound, reading only other metrics, stays (9 where perf has 8).
-        assert!(!core.contains(&"tma_ifetch_bandwidth") && !core.contains(&"tma_ifetch_latency"));
-        assert!(core.len() <= 9, "{core:?}");
+        ];
+        assert_eq!(core, perfs);
         let mut atom = each[1].1.clone();
         atom.sort_unstable();
         assert_eq!(
@@ -204,5 +233,16 @@ mod tests {
             ]
         );
         assert_eq!(each_core(&System::host(), &tables, 1).unwrap().len(), 2);
+        // --cputype core: the Atom cores' table only tells their metrics apart.
+        let atom = Table {
+            counted: false,
+            ..table("adl_grt", "cpu_atom")
+        };
+        let core_alone = [table("adl_glc", "cpu_core"), atom];
+        let each = each_core(&System::host(), &core_alone, 2).unwrap();
+        assert_eq!(each.len(), 1);
+        let mut alone = each[0].1.clone();
+        alone.sort_unstable();
+        assert_eq!(alone, perfs);
     }
 }
