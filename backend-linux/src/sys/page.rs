@@ -250,8 +250,9 @@ pub fn touch_fresh_pages(pages: usize) {
     // SAFETY: `base..base + len` is the mapping made above; advice changes no contents.
     unsafe { libc::madvise(base, len, libc::MADV_NOHUGEPAGE) };
     for at in (0..pages).map(|n| n * page) {
-        // SAFETY: `at < len`, inside the writable mapping made above.
-        unsafe { base.cast::<u8>().add(at).write_volatile(1) };
+        let byte = base.cast::<u8>().wrapping_add(at);
+        // SAFETY: `at < len`: `byte` is inside the writable mapping made above.
+        unsafe { byte.write_volatile(1) };
     }
     // SAFETY: the mapping made above, unmapped once; nothing refers to it after.
     unsafe { libc::munmap(base, len) };
