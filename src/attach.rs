@@ -15,17 +15,34 @@ use counterhal_hal::{
 };
 
 /// The CPUs online here: `/sys/devices/system/cpu/online` where the OS has it (not this
-/// process's affinity, which may be narrower), else CPUs `0..N` by the parallelism the OS
-/// reports.
+/// process's affinity, which may be narrower), else on Linux the CPUs `/proc/stat` lists, and
+/// on other OSes CPUs `0..N` by the parallelism the OS reports.
 pub fn online_cpus() -> CpuList {
-    std::fs::read_to_string(System::host().cpus().join("online"))
+    let system = System::host();
+    std::fs::read_to_string(system.cpus().join("online"))
         .ok()
         .and_then(|text| text.parse::<CpuList>().ok())
         .filter(|cpus| !cpus.is_empty())
-        .unwrap_or_else(|| {
-            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-            CpuList::range(0, u32::try_from(cpus).unwrap_or(u32::MAX).saturating_sub(1))
-        })
+        .unwrap_or_else(|| other_online_cpus(&system))
+}
+
+/// The CPUs online by procfs's count, where sysfs has no list: Linux's `/proc/stat` (std's
+/// `available_parallelism`, which reads the cgroups' quotas too, would build 12 KB into every
+/// program for a case that a machine with procfs and no sysfs is).
+#[cfg(target_os = "linux")]
+fn other_online_cpus(system: &System) -> CpuList {
+    let cpus = system.stat_cpus();
+    match cpus.is_empty() {
+        true => CpuList::range(0, 0),
+        false => CpuList::from_cpus(cpus),
+    }
+}
+
+/// CPUs `0..N` by the parallelism the OS reports, off Linux.
+#[cfg(not(target_os = "linux"))]
+fn other_online_cpus(_: &System) -> CpuList {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    CpuList::range(0, u32::try_from(cpus).unwrap_or(u32::MAX).saturating_sub(1))
 }
 
 /// Where to count: what [`Chosen::open_named`](crate::Chosen::open_named) and

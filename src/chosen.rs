@@ -2,7 +2,7 @@
 //! the CPU model) and the [`Chosen`] backend, each read through its accessors.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{CpuIdentity, Database};
 use counterhal_hal::Backend;
@@ -22,7 +22,8 @@ use crate::{
 #[derive(Clone, Debug)]
 pub struct Context {
     database: Arc<Database>,
-    cpu: Option<CpuIdentity>,
+    /// Detected when first asked for (a build with no CPU model never asks on its own).
+    cpu: OnceLock<Option<CpuIdentity>>,
     model: Option<String>,
     mount_tracefs: bool,
 }
@@ -37,7 +38,7 @@ impl Context {
     ) -> Context {
         Context {
             database,
-            cpu,
+            cpu: OnceLock::from(cpu),
             model,
             mount_tracefs: false,
         }
@@ -48,9 +49,10 @@ impl Context {
         &self.database
     }
 
-    /// This machine's CPU, when detected.
+    /// This machine's CPU, when detected (on the first call, where matching a model did not
+    /// already detect it).
     pub fn cpu(&self) -> Option<&CpuIdentity> {
-        self.cpu.as_ref()
+        self.cpu.get_or_init(detect_cpu).as_ref()
     }
 
     /// The database model in use: named with `--cpu-model`, else the one that matched the CPU.
@@ -85,7 +87,7 @@ impl Context {
     /// known ids).
     pub fn new(user_file: Option<&Path>, cpu_model: Option<&str>) -> Result<Context> {
         let database = Database::load(user_file)?;
-        let cpu = detect_cpu();
+        let cpu = OnceLock::new();
         let model = match cpu_model {
             Some(id) => match database.model_id(id) {
                 Some(model) => Some(model.to_owned()),
@@ -98,10 +100,14 @@ impl Context {
                 }
             },
             // On a hybrid chip, the table of the core this thread runs on (CPUID leaf 0x1A).
-            None => cpu
+            // A build that can hold no model detects no CPU to match one (and a program that
+            // never asks for the CPU builds no detection).
+            None if Database::may_hold_models() => cpu
+                .get_or_init(detect_cpu)
                 .as_ref()
                 .and_then(|c| database.detect_core_id(c, detect_hybrid_core().as_ref()))
                 .map(str::to_owned),
+            None => None,
         };
         Ok(Context {
             database: Arc::new(database),

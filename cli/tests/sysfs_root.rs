@@ -244,7 +244,8 @@ fn list_shows_another_machines_pmus() {
     ]));
     assert!(
         text.contains("power/energy-pkg/")
-            && text.contains("power PMU: event=0x02, in Joules, scale 2.3283064365386963e-10"),
+            && text
+                .contains("power PMU: event=0x02, in Joules, scale 2.3283064365386962890625e-10"),
         "{text}"
     );
     let text = stdout(&counterhal(&[

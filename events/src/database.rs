@@ -367,6 +367,9 @@ impl Database {
     /// # Errors
     /// As [`Database::shipped`].
     pub fn parse_shipped() -> Result<Database> {
+        if !crate::built::MODELS_BUILT {
+            return Ok(Database::default());
+        }
         let models = index()
             .iter()
             .enumerate()
@@ -452,9 +455,22 @@ impl Database {
         Ok(database)
     }
 
+    /// Whether this build can hold a CPU model: shipped (`x86-models`, `arm-models`) or a
+    /// user's (`events-file`). Where it cannot, detecting the CPU for a model is in vain.
+    pub const fn may_hold_models() -> bool {
+        crate::built::MODELS_BUILT
+    }
+
+    /// The models as the compiler sees them: none where the build can hold none, so that the
+    /// code reading, detecting and naming models leaves such a build's binary.
+    fn entries(&self) -> &[Entry] {
+        let held = self.models.len() * usize::from(Database::may_hold_models());
+        &self.models[..held]
+    }
+
     /// Every CPU model, in match order (parsing each shipped model not used yet).
     pub fn models(&self) -> impl Iterator<Item = &CpuModel> {
-        self.models.iter().map(Entry::model)
+        self.entries().iter().map(Entry::model)
     }
 
     /// The model with this id or alias (case-insensitive), or the model perf's CPU signature
@@ -475,10 +491,13 @@ impl Database {
 
     /// The entry for an id, an alias or a CPU signature.
     fn entry(&self, id: &str) -> Option<&Entry> {
-        self.models
+        if !Database::may_hold_models() {
+            return None;
+        }
+        self.entries()
             .iter()
             .find(|e| e.is_named(id))
-            .or_else(|| self.models.iter().find(|e| e.has_alias(id)))
+            .or_else(|| self.entries().iter().find(|e| e.has_alias(id)))
             .or_else(|| {
                 let (cpu, core) = CpuIdentity::from_signature_with_core(id)?;
                 self.detect_entry(&cpu, core.as_ref())
@@ -488,7 +507,7 @@ impl Database {
 
     /// The first model whose match rules accept `cpu`.
     pub fn detect(&self, cpu: &CpuIdentity) -> Option<&CpuModel> {
-        self.models
+        self.entries()
             .iter()
             .find(|e| e.matches(cpu))
             .map(Entry::model)
@@ -509,7 +528,7 @@ impl Database {
     }
 
     fn detect_entry(&self, cpu: &CpuIdentity, core: Option<&HybridCore>) -> Option<&Entry> {
-        let mut matching = self.models.iter().filter(|e| e.matches(cpu));
+        let mut matching = self.entries().iter().filter(|e| e.matches(cpu));
         let first = matching.clone().next();
         core.and_then(|core| {
             matching.find(|e| {
@@ -532,7 +551,7 @@ impl Database {
             return Some(entry.id());
         }
         let rules = &entry.header().rules;
-        self.models
+        self.entries()
             .iter()
             .filter(|e| e.hybrid().is_some_and(|h| h.core_type == core_type))
             .find(|e| {
@@ -547,7 +566,7 @@ impl Database {
     /// The models whose match rules accept `cpu`, in match order: more than one with a
     /// [`CpuModel::hybrid`] core each on a hybrid chip (one per kind of core).
     pub fn candidates(&self, cpu: &CpuIdentity) -> impl Iterator<Item = &CpuModel> {
-        self.models
+        self.entries()
             .iter()
             .filter(move |e| e.matches(cpu))
             .map(Entry::model)
@@ -561,7 +580,7 @@ impl Database {
             return None;
         };
         let headers: Vec<&CpuModel> = self
-            .models
+            .entries()
             .iter()
             .map(Entry::header)
             .filter(|m| m.matches(&cpu) && m.hybrid.is_some())
@@ -610,7 +629,7 @@ impl Database {
 
     /// Every model id, in match order (no model is parsed in full for this).
     pub fn ids(&self) -> impl Iterator<Item = String> + '_ {
-        self.models.iter().map(|e| e.id().to_string())
+        self.entries().iter().map(|e| e.id().to_string())
     }
 
     /// Up to three known names nearest to `name`: native events of model `cpu` (when given

@@ -145,6 +145,17 @@ impl System {
         )
     }
 
+    /// The CPUs online by procfs: the `cpuN` lines of `stat` under procfs (proc_stat(5): one a
+    /// CPU online), in their order; empty where it cannot be read.
+    pub fn stat_cpus(&self) -> Vec<u32> {
+        let Ok(text) = std::fs::read_to_string(self.proc_file("stat")) else {
+            return Vec::new();
+        };
+        text.lines()
+            .filter_map(|line| line.strip_prefix("cpu")?.split(' ').next()?.parse().ok())
+            .collect()
+    }
+
     /// The calling thread's stat line (`thread-self/stat` under procfs), parsed; `None`
     /// where the system has none or it does not parse.
     pub fn thread_self_stat(&self) -> Option<ThreadStat> {
@@ -212,5 +223,36 @@ mod tests {
         assert_eq!(empty.perf_event_paranoid(), None);
         assert_eq!(empty.thread_self_stat(), None);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Oracle: the kernel's `/sys/devices/system/cpu/online` (its cpumask of the online
+    /// CPUs, Documentation/ABI/testing/sysfs-devices-system-cpu), the same CPUs procfs's
+    /// `stat` lists one a line; and proc_stat(5)'s layout in a tree of the test's own.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn stat_lists_the_online_cpus() {
+        let root = std::env::temp_dir().join(format!("counterhal-stat-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join("stat"),
+            "cpu  1 2 3\ncpu0 1 2 3\ncpu2 4 5 6\nintr 7\nctxt 8\n",
+        )
+        .unwrap();
+        assert_eq!(System::host().with_procfs(&root).stat_cpus(), [0, 2]);
+        assert_eq!(
+            System::host().with_procfs(root.join("none")).stat_cpus(),
+            []
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+        let online = System::read_trimmed(&System::host().cpus().join("online"))
+            .expect("Linux lists its online CPUs in sysfs");
+        let expected: Vec<u32> = online
+            .split(',')
+            .flat_map(|part| {
+                let (first, last) = part.split_once('-').unwrap_or((part, part));
+                first.parse::<u32>().unwrap()..=last.parse::<u32>().unwrap()
+            })
+            .collect();
+        assert_eq!(System::host().stat_cpus(), expected);
     }
 }

@@ -18,6 +18,10 @@ const UNIT_MOST_BYTES: usize = 31;
 /// 2^64, times it stays below `f64::MAX`).
 const SCALE_MOST: f64 = f64::MAX / 18_446_744_073_709_551_616.0;
 
+/// [`SCALE_MOST`] as `{:e}` writes it, written here so that the refusal does not build Rust's
+/// float formatting (17 KB) into every program that reads a scale (a test holds the two equal).
+const SCALE_MOST_TEXT: &str = "9.745314011399998e288";
+
 /// One event alias of a PMU, with its companion files.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Alias {
@@ -28,6 +32,8 @@ pub struct Alias {
     /// The factor a count is multiplied by (`<name>.scale`), where the file exists: a finite
     /// positive number no count times it overflows.
     pub scale: Option<f64>,
+    /// The scale as the kernel wrote it (`2.3283064365386962890625e-10`), what a listing shows.
+    pub scale_text: Option<String>,
     /// What the scaled count is in (`<name>.unit`).
     pub unit: Option<String>,
     /// Whether the count is a reading of a value rather than a sum (`<name>.snapshot` holds 1).
@@ -61,8 +67,9 @@ impl Alias {
                  none)",
             ));
         }
-        let scale = match text(".scale")? {
-            Some(scale) => Some(checked_scale(&path(".scale"), &scale)?),
+        let scale_text = text(".scale")?;
+        let scale = match &scale_text {
+            Some(scale) => Some(checked_scale(&path(".scale"), scale)?),
             None => None,
         };
         let unit = text(".unit")?.filter(|u| !u.is_empty());
@@ -81,6 +88,7 @@ impl Alias {
         Ok(Some(Alias {
             terms,
             scale,
+            scale_text,
             unit,
             snapshot: flag(".snapshot")?,
             per_pkg: flag(".per-pkg")?,
@@ -126,7 +134,7 @@ fn checked_scale(path: &Path, text: &str) -> Result<f64> {
     };
     Err(bad(
         path,
-        format!("{why}: a scale is a finite positive number, at most {SCALE_MOST:e}"),
+        format!("{why}: a scale is a finite positive number, at most {SCALE_MOST_TEXT}"),
     ))
 }
 
@@ -159,6 +167,13 @@ mod tests {
         }
         let tree = Tree::of(&dir);
         (dir, tree)
+    }
+
+    /// Oracle: Rust's own `{:e}` formatting of the bound, which the refusal spelled before.
+    #[test]
+    fn the_largest_scale_is_written_as_rust_writes_it() {
+        assert_eq!(SCALE_MOST_TEXT, format!("{SCALE_MOST:e}"));
+        assert_eq!(SCALE_MOST_TEXT.parse::<f64>(), Ok(SCALE_MOST));
     }
 
     #[test]
