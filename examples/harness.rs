@@ -3,8 +3,8 @@
 //!
 //! The closure here touches K fresh pages of memory, so that its page faults are known (at
 //! least K a run); the kernel's own count of this thread's minor faults (what
-//! `getrusage(RUSAGE_THREAD)` reports as `ru_minflt`, read from `/proc/thread-self/stat`) is
-//! printed beside it. A reset before each run starts the run's counts and their times from
+//! `getrusage(RUSAGE_THREAD)` reports as `ru_minflt`, which `counterhal::system::System` reads
+//! from `/proc/thread-self/stat`) is printed beside it. A reset before each run starts the run's counts and their times from
 //! zero, so each run's scaled value is that run's alone; a second set counting every run
 //! without a reset gives the totals, which the runs' sums are checked against. Events this
 //! machine cannot count (`instructions` in a VM without a
@@ -42,17 +42,13 @@ fn spread(values: &[f64]) -> (f64, f64, f64, f64) {
     (mean, variance.sqrt(), min, max)
 }
 
-/// This thread's minor faults so far, as the kernel accounts them (`/proc/thread-self/stat`,
-/// field 10; `getrusage(RUSAGE_THREAD)`'s `ru_minflt`); `None` off Linux.
+/// This thread's minor faults so far, as the kernel accounts them (`thread-self/stat` under
+/// procfs, field 10; `getrusage(RUSAGE_THREAD)`'s `ru_minflt`), read through the library's
+/// one reader of /proc and /sys; `None` off Linux.
 fn minor_faults() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
-    // `tid (comm) state ppid ...`: field 10 is the 8th after the comm's closing `)`.
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(7)?
-        .parse()
-        .ok()
+    counterhal::system::System::host()
+        .thread_self_stat()
+        .map(|stat| stat.minor_faults)
 }
 
 /// What [`measure`] gathers: each event's value per run (scaled where it was time-shared,

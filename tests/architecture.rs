@@ -1122,21 +1122,71 @@ const STILL_READ_PROC_OR_SYS: [&str; 4] = [
     "conformance/src/fixtures/tracefs.rs",
 ];
 
+/// `text` with each item gated `#[cfg(test)]` blanked (a test module, a test helper, a
+/// `use`), lines kept: the code that ships, wherever a file's tests sit in it (code after a
+/// test helper is still code).
+fn without_test_items(text: &str) -> String {
+    let blanked: Vec<char> = blank_literals(text).chars().collect();
+    let mut chars: Vec<char> = text.chars().collect();
+    let attribute: Vec<char> = "#[cfg(test)]".chars().collect();
+    let mut i = 0;
+    while i + attribute.len() <= blanked.len() {
+        if blanked[i..i + attribute.len()] != attribute[..] {
+            i += 1;
+            continue;
+        }
+        // The item ends at its braces' close, or at a `;` outside them.
+        let (mut end, mut depth) = (i + attribute.len(), 0usize);
+        while end < blanked.len() {
+            end += 1;
+            match blanked[end - 1] {
+                '{' => depth += 1,
+                '}' if depth <= 1 => break,
+                '}' => depth -= 1,
+                ';' if depth == 0 => break,
+                _ => {}
+            }
+        }
+        for c in &mut chars[i..end] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+        i = end;
+    }
+    chars.into_iter().collect()
+}
+
+/// Where the code that must read /proc and /sys through `System` lies: every crate's
+/// sources and examples (what a user copies); its tests and benchmarks, which watch a
+/// program from outside, may read them.
+fn shipped_and_shown_roots() -> Vec<PathBuf> {
+    let mut roots = source_roots();
+    for src in source_roots() {
+        let crate_root = src.parent().unwrap().to_path_buf();
+        roots.extend(Some(crate_root.join("examples")).filter(|dir| dir.is_dir()));
+    }
+    roots.sort();
+    roots.dedup();
+    roots
+}
+
 /// One reader of the system (ARCHITECTURE.md, STYLE 26): the paths of /proc and /sys are
 /// written in `system/src/` alone, where `System` puts them under its roots, and in tests
-/// (the code after a file's `#[cfg(test)]`, and `tests/`); the files that still read them
-/// themselves are [`STILL_READ_PROC_OR_SYS`], which may only shrink.
+/// (the items gated `#[cfg(test)]`, `tests/`) and benchmarks; every crate's sources and
+/// examples are held to it. The files that still read them themselves are
+/// [`STILL_READ_PROC_OR_SYS`], which may only shrink.
 #[test]
 fn only_the_system_module_names_proc_and_sys() {
     let mut readers = BTreeMap::new();
-    for src in source_roots() {
+    for src in shipped_and_shown_roots() {
         for file in rust_files(&src) {
             let rel = relative(&file);
             if rel.starts_with("system/src/") {
                 continue;
             }
             let text = std::fs::read_to_string(&file).unwrap();
-            let paths: Vec<String> = string_literals(code(&text))
+            let paths: Vec<String> = string_literals(&without_test_items(&text))
                 .into_iter()
                 .filter(|(_, literal)| is_proc_or_sys_path(literal))
                 .map(|(line, literal)| format!("{line}: \"{literal}\""))
@@ -1184,6 +1234,27 @@ fn string_literals_are_found_outside_comments() {
     );
     assert!(is_proc_or_sys_path("/proc/{pid}/stat") && is_proc_or_sys_path("/sys"));
     assert!(!is_proc_or_sys_path("/system.slice") && !is_proc_or_sys_path("echo 1 > /proc/x"));
+}
+
+/// A read after a test helper is still found (the helper alone is a test's), and a test
+/// module's, a gated `use`'s and a string's braces do not hide or end anything.
+#[test]
+fn only_items_gated_on_tests_are_tests() {
+    let text = "#[cfg(test)]\nfn helper() { let a = \"/proc/a}\"; }\n\
+                fn real() { read(\"/proc/b\"); }\n\
+                #[cfg(test)]\nuse x::y;\nconst C: &str = \"/sys/c\";\n\
+                // #[cfg(test)]\nconst D: &str = \"/sys/d\";\n\
+                #[cfg(test)]\nmod tests {\n    fn t() { if x { \"/proc/e\"; } }\n}\n\
+                const F: &str = \"/sys/f\";\n";
+    let found: Vec<(usize, String)> = string_literals(&without_test_items(text))
+        .into_iter()
+        .filter(|(_, literal)| is_proc_or_sys_path(literal))
+        .collect();
+    let expected = [(3, "/proc/b"), (6, "/sys/c"), (8, "/sys/d"), (13, "/sys/f")];
+    assert_eq!(
+        found,
+        expected.map(|(line, literal)| (line, literal.to_string()))
+    );
 }
 /// The functions libcounterhal and libpapi export to C in the sources under `src`: each
 /// one's file, name and the start of its body, whitespace collapsed (after a leading
