@@ -24,9 +24,7 @@ use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::paths::SystemPaths;
 use crate::raw::{RawFormat, raw_attr};
 use crate::rdpmc::{UserAccess, on_core_pmu};
-use crate::sys::{
-    self, TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit,
-};
+use crate::sys::{self, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit};
 use crate::{breakpoint, sysfs, topdown, tracefs};
 
 /// The Linux `perf_event_open` backend.
@@ -538,28 +536,6 @@ impl counterhal_hal::EventListing for LinuxBackend {
         events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
         events.extend(tracefs::list(&self.paths.tracefs, self.mount_tracefs));
         events
-    }
-}
-
-impl counterhal_hal::PmuTopology for LinuxBackend {
-    /// The cpumask of the sysfs PMU an event's type names (an uncore or energy PMU's one CPU
-    /// per package, a hybrid core PMU's CPUs), as perf's `-a` opens it.
-    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
-        match &request.encoding {
-            Encoding::Perf(attr) => {
-                // A generic hardware or cache event of a hybrid core PMU carries the PMU's
-                // type in its config's upper half (the kernel's PERF_PMU_TYPE_SHIFT): its CPUs
-                // are that PMU's, as perf opens `cpu_atom/cycles/` on cpu_atom's alone.
-                let type_ = match attr.type_ {
-                    TYPE_HARDWARE | TYPE_HW_CACHE if attr.config >> 32 != 0 => {
-                        (attr.config >> 32) as u32
-                    }
-                    type_ => type_,
-                };
-                sysfs::system_wide_cpus(&self.paths.pmu_devices, type_)
-            }
-            _ => None,
-        }
     }
 }
 

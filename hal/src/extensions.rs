@@ -6,8 +6,8 @@
 use std::fmt;
 
 use crate::{
-    Backend, BackendTarget, CgroupCapability, DeviceKind, EventRequest, EventSet, GeneralizedEvent,
-    Group, OpenOptions, ResolvedEvent, Result, SamplingCapability,
+    Backend, BackendTarget, CgroupCapability, CpuList, DeviceKind, EventRequest, EventSet,
+    GeneralizedEvent, Group, OpenOptions, ResolvedEvent, Result, SamplingCapability, Unit,
 };
 
 /// The events a backend lists itself: what the generalized events and its own names are,
@@ -29,6 +29,50 @@ pub trait PmuTopology {
     /// package's CPUs the event is opened on, as perf's `-a` opens it), a hybrid core PMU's
     /// CPUs. `None`: every CPU.
     fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>>;
+
+    /// The boxes a PMU event opens on (`uncore_imc/cas_count_read/` on `uncore_imc_0`,
+    /// `uncore_imc_1`, ...: each PMU perf's wildcard names that takes its terms), as perf
+    /// opens one event per box; `None` where `event` names no PMU's boxes here (no PMU
+    /// syntax, or terms only the backend's tables read: the event is one of its own).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidEvent`](crate::ErrorKind::InvalidEvent) where no box the event names
+    /// takes its terms (a term the PMU lacks, a value wider than its field), as perf refuses it.
+    fn boxes(&self, event: &str) -> Option<Result<Vec<PmuBox>>> {
+        let _ = event;
+        None
+    }
+}
+
+/// One box a PMU event opens on ([`PmuTopology::boxes`]).
+#[non_exhaustive]
+#[derive(Clone, Debug)]
+pub struct PmuBox {
+    /// The box's PMU (`uncore_imc_0`).
+    pub pmu: String,
+    /// The name the event's terms give it (`name=reads`), if they give one.
+    pub name: Option<String>,
+    /// The CPUs a count over every CPU opens it on (the PMU's `cpumask`); `None`: every CPU.
+    pub cpus: Option<CpuList>,
+    /// How its count is shown (its alias's scale and unit), where its PMU says.
+    pub unit: Option<Unit>,
+}
+
+impl PmuBox {
+    /// The box of PMU `pmu`, its name, CPUs and unit.
+    pub fn new(
+        pmu: String,
+        name: Option<String>,
+        cpus: Option<CpuList>,
+        unit: Option<Unit>,
+    ) -> PmuBox {
+        PmuBox {
+            pmu,
+            name,
+            cpus,
+            unit,
+        }
+    }
 }
 
 /// The capabilities a backend hands out, each `None` where it has none:
@@ -139,6 +183,17 @@ pub trait BackendExt: Backend {
         self.extensions()
             .topology
             .and_then(|topology| topology.system_wide_cpus(request))
+    }
+
+    /// The boxes `event` opens on ([`PmuTopology::boxes`]); `None`: it is one event (no PMU
+    /// boxes, or a backend without a topology).
+    ///
+    /// # Errors
+    /// As [`PmuTopology::boxes`].
+    fn pmu_boxes(&self, event: &str) -> Option<Result<Vec<PmuBox>>> {
+        self.extensions()
+            .topology
+            .and_then(|topology| topology.boxes(event))
     }
 
     /// Sampling, where this backend samples. `None`: it cannot.

@@ -65,13 +65,13 @@ pub use encoding::{
     PerfAttr,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use extensions::{BackendExt, EventListing, Extensions, OpensThrough, PmuTopology};
+pub use extensions::{BackendExt, EventListing, Extensions, OpensThrough, PmuBox, PmuTopology};
 pub use generalized::{
     CacheEvent, CacheLevel, CacheOp, CacheResult, GeneralizedEvent, HardwareEvent, Preset,
     SoftwareEvent,
 };
 pub use reading::Reading;
-pub use registration::{BoxedBackend, Given, Registration};
+pub use registration::{BoxedBackend, Given, Registration, left_out, left_out_model};
 pub use resolved::{
     Countable, EventSet, ResolvedEvent, Sign, Term, Unit, countable_form, open_set, sum_readings,
     user_space_note,

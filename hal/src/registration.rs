@@ -32,6 +32,42 @@ impl<'a, Db> Given<'a, Db> {
     }
 }
 
+impl<Db> Given<'_, Db> {
+    /// What `probe` (a backend crate's `probe(database, cpu_model)`) makes with this, boxed:
+    /// a registration's [`probe`](Registration::probe) in one line.
+    ///
+    /// # Errors
+    /// As `probe`.
+    pub fn make<B>(&self, probe: fn(Arc<Db>, Option<String>) -> Result<B>) -> Result<BoxedBackend>
+    where
+        B: DynBackend + Send + Sync + 'static,
+    {
+        let backend = probe(Arc::clone(self.database), self.cpu_model.map(str::to_owned))?;
+        Ok(Box::new(backend))
+    }
+}
+
+/// A registration's [`probe`](Registration::probe) where its crate leaves its backend out of
+/// this build: the backend's device is another system's, and the build leaves out its model.
+///
+/// # Errors
+/// Always [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported), naming the feature that
+/// brings the model.
+pub fn left_out<Db>(_: &Given<'_, Db>) -> Result<BoxedBackend> {
+    Err(crate::Error::unsupported(
+        "this backend's device is another system's, and its device model is left out of this \
+         build: it needs counterhal's `device-models` feature",
+    ))
+}
+
+/// As [`left_out`], a registration's [`model`](Registration::model).
+///
+/// # Errors
+/// As [`left_out`].
+pub fn left_out_model<Db>(database: &Arc<Db>, _: &str) -> Result<BoxedBackend> {
+    left_out(&Given::new(database, None, false))
+}
+
 /// One backend crate, as it registers itself (its `REGISTRATION`): the facade's registry is
 /// the list of these. Where the backend's device exists is the crate's business: off those
 /// systems its functions still exist and say why they cannot make it.
@@ -65,5 +101,24 @@ impl<Db> std::fmt::Debug for Registration<Db> {
             .field("interface", &self.interface)
             .field("systems", &self.systems)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A registration left out of a build names the facade's feature that brings the model
+    /// back (the root Cargo.toml's `device-models`), for both of its functions.
+    #[test]
+    fn a_left_out_registration_names_the_feature_that_brings_it() {
+        let database = std::sync::Arc::new(());
+        let given = super::Given::new(&database, None, false);
+        for error in [
+            super::left_out(&given).err(),
+            super::left_out_model(&database, "skl").err(),
+        ] {
+            let error = error.expect("a left-out registration makes nothing");
+            assert_eq!(error.kind(), crate::ErrorKind::Unsupported);
+            assert!(error.message().contains("`device-models`"), "{error}");
+        }
     }
 }

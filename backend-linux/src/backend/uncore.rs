@@ -1,11 +1,16 @@
 //! Uncore events by name on the Linux backend: the model's uncore table
 //! (`UNC_M_CAS_COUNT.RD`, `uncore_imc/UNC_M_CAS_COUNT.RD/`) through the PMUs of the tree; and
 //! the model's core events named in the core PMU's terms
-//! (`cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/`), which perf reads alike.
+//! (`cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/`), which perf reads alike; and
+//! where a PMU event opens ([`PmuTopology`]): its boxes and their CPUs.
 
-use counterhal_hal::{Encoding, Error, ErrorKind, EventRequest, ResolvedEvent, Result, Term};
+use counterhal_hal::{
+    Backend, Encoding, Error, ErrorKind, EventRequest, PmuBox, PmuTopology, ResolvedEvent, Result,
+    Term,
+};
 
 use super::LinuxBackend;
+use crate::sys::{TYPE_HARDWARE, TYPE_HW_CACHE};
 use crate::sysfs;
 
 impl LinuxBackend {
@@ -39,6 +44,49 @@ impl LinuxBackend {
         let opens =
             crate::core_events::core_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
         Some(opens.map(|opens| summed(event, opens)))
+    }
+}
+
+impl PmuTopology for LinuxBackend {
+    /// The cpumask of the sysfs PMU an event's type names (an uncore or energy PMU's one CPU
+    /// per package, a hybrid core PMU's CPUs), as perf's `-a` opens it.
+    fn system_wide_cpus(&self, request: &EventRequest) -> Option<Vec<u32>> {
+        match &request.encoding {
+            Encoding::Perf(attr) => {
+                // A generic hardware or cache event of a hybrid core PMU carries the PMU's
+                // type in its config's upper half (the kernel's PERF_PMU_TYPE_SHIFT): its CPUs
+                // are that PMU's, as perf opens `cpu_atom/cycles/` on cpu_atom's alone.
+                let type_ = match attr.type_ {
+                    TYPE_HARDWARE | TYPE_HW_CACHE if attr.config >> 32 != 0 => {
+                        (attr.config >> 32) as u32
+                    }
+                    type_ => type_,
+                };
+                sysfs::system_wide_cpus(&self.paths.pmu_devices, type_)
+            }
+            _ => None,
+        }
+    }
+
+    /// Each PMU of the tree a PMU event names that takes its terms, as perf 6.1's
+    /// `parse_events_add_pmu` opens one event per box ([`sysfs::pmu_events`]); `None` for
+    /// terms only this backend's tables read (`uncore_imc/UNC_M_CAS_COUNT.RD/`,
+    /// `cpu_core/INT_MISC.UOP_DROPPING/`, as perf 7.2 reads a JSON event as the PMU's alias),
+    /// which resolve as one event.
+    fn boxes(&self, event: &str) -> Option<Result<Vec<PmuBox>>> {
+        let opens = sysfs::pmu_events(&self.paths.pmu_devices, event)?;
+        if opens.is_err() && self.resolve(event).is_ok() {
+            return None;
+        }
+        Some(opens.map(|opens| {
+            opens
+                .into_iter()
+                .map(|open| {
+                    let unit = open.unit();
+                    PmuBox::new(open.pmu, open.name, open.cpus, unit)
+                })
+                .collect()
+        }))
     }
 }
 

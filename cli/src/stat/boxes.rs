@@ -11,10 +11,8 @@
 //! line, on which CPUs, shown how. The measurement counts the boxes as events of their own;
 //! [`Boxes::merge_run`] and [`Boxes::merge_counts`] then fold each event's boxes into its line.
 
-use std::path::Path;
-
 use counterhal::Error;
-use counterhal_hal::{CpuList, Reading, sum_readings};
+use counterhal_hal::{Backend, BackendExt, CpuList, Reading, sum_readings};
 
 use super::results::{Counts, EventResult, Run, Scale, is_absent, not_opened_here};
 
@@ -37,21 +35,17 @@ pub struct Boxes {
 
 impl Boxes {
     /// The boxes of `names` (the events of the command line, after `-G` and
-    /// `--for-each-cgroup`), each PMU event read from the PMUs under `devices` (`None`: no
-    /// sysfs PMUs here, each name its own box); merged into one line per event when `merge`.
-    ///
-    /// A PMU event whose terms the PMU's sysfs files do not read but the backend does (a
-    /// core PMU's term naming an event of the model's table: `cpu_core/INT_MISC.UOP_DROPPING/`,
-    /// as perf 7.2 reads a JSON event as the PMU's alias) is one box, which `resolves` says.
+    /// `--for-each-cgroup`), each PMU event's as `backend` resolves them
+    /// ([`BackendExt::pmu_boxes`]: each other name its own box); merged into one line per
+    /// event when `merge`.
     ///
     /// # Errors
     /// A PMU event that no PMU it names takes ([`counterhal::ErrorKind::InvalidEvent`]: a term
     /// the PMU lacks, a value wider than its field), as perf refuses it.
-    pub fn of(
+    pub fn of<B: Backend + ?Sized>(
         names: &[String],
-        devices: Option<&Path>,
+        backend: &B,
         merge: bool,
-        resolves: &dyn Fn(&str) -> bool,
     ) -> Result<Boxes, Error> {
         let mut boxes = Boxes {
             given: names.to_vec(),
@@ -59,22 +53,22 @@ impl Boxes {
             ..Boxes::default()
         };
         for (index, name) in names.iter().enumerate() {
-            let events = match devices.and_then(|d| counterhal::advanced::pmu_events(d, name)) {
-                Some(Err(_)) if resolves(name) => Vec::new(),
-                Some(events) => events?,
-                None => Vec::new(),
-            };
-            if events.is_empty() {
+            let pmu_boxes = backend.pmu_boxes(name).transpose()?.unwrap_or_default();
+            if pmu_boxes.is_empty() {
                 boxes.push(index, name.clone(), None, None);
                 continue;
             }
             // perf's `name=` term names the line (`uncore_imc/cas_count_read,name=reads/`).
-            if let Some(named) = events.first().and_then(|e| e.name.clone()) {
+            if let Some(named) = pmu_boxes.first().and_then(|b| b.name.clone()) {
                 boxes.given[index] = named;
             }
-            for event in events {
-                let scale = event.unit();
-                boxes.push(index, box_name(name, &event.pmu), event.cpus, scale);
+            for pmu_box in pmu_boxes {
+                boxes.push(
+                    index,
+                    box_name(name, &pmu_box.pmu),
+                    pmu_box.cpus,
+                    pmu_box.unit,
+                );
             }
         }
         Ok(boxes)
@@ -225,15 +219,25 @@ fn added_up(readings: &[&Result<Reading, Error>]) -> Result<Reading, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(target_os = "linux")]
     use crate::stat::results::Place;
 
-    fn machine(name: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
+    /// The backend over perf_event_open reading the PMUs of the test machine `name`'s sysfs
+    /// tree (as `--sysfs` reads it).
+    #[cfg(target_os = "linux")]
+    fn machine(name: &str) -> counterhal::Chosen {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../backend-linux/tests/data/machines")
-            .join(name)
-            .join("bus/event_source/devices")
+            .join(name);
+        counterhal::Setup::new()
+            .cpu_model("spr")
+            .backend("linux")
+            .sysfs(root)
+            .open()
+            .unwrap()
     }
 
+    #[cfg(target_os = "linux")]
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
     }
@@ -242,10 +246,11 @@ mod tests {
     /// holds `pmu_events` to its opens): four IMC boxes on CPUs 0 and 56, the scale and unit of
     /// the alias, each other event its own box.
     #[test]
+    #[cfg(target_os = "linux")]
     fn a_wildcard_stands_for_its_boxes_on_their_cpumask() {
         let spr = machine("spr-2s");
         let given = names(&["imc/cas_count_read/k", "task-clock", "power/energy-pkg/"]);
-        let boxes = Boxes::of(&given, Some(&spr), true, &|_| false).unwrap();
+        let boxes = Boxes::of(&given, &spr, true).unwrap();
         assert_eq!(
             boxes.names(),
             [
@@ -267,17 +272,15 @@ mod tests {
         assert!(super::super::results::has_fraction(scale));
         assert_eq!(boxes.spread(&[1, 2, 3]), [1, 1, 1, 1, 2, 3]);
         assert_eq!(boxes.groups(&[vec![0, 1]]), [vec![0, 1, 2, 3, 4]]);
-        let refused =
-            Boxes::of(&names(&["imc/event=0x1ff/"]), Some(&spr), true, &|_| false).unwrap_err();
+        let refused = Boxes::of(&names(&["imc/event=0x1ff/"]), &spr, true).unwrap_err();
         assert!(refused.message().contains("maximum is 255"), "{refused}");
-        let alone = Boxes::of(&given, None, true, &|_| false).unwrap();
-        assert_eq!(alone.names(), given.as_slice());
     }
 
     /// The boxes' readings add up into their line (times added up, as perf's merged line's
     /// run time is the boxes'), or stay apart with `--no-merge`; a place where a box was not
     /// opened adds nothing.
     #[test]
+    #[cfg(target_os = "linux")]
     fn boxes_add_up_into_one_line_unless_not_merged() {
         let spr = machine("spr-2s");
         let given = names(&["uncore_imc/cas_count_write/", "page-faults"]);
@@ -314,7 +317,7 @@ mod tests {
                 ],
             }],
         };
-        let merged = Boxes::of(&given, Some(&spr), true, &|_| false).unwrap();
+        let merged = Boxes::of(&given, &spr, true).unwrap();
         let mut one = run(&merged);
         merged.merge_run(&mut one);
         let lines: Vec<(&str, u64, u64)> = one
@@ -336,7 +339,7 @@ mod tests {
         assert!(is_absent(&one.places[0].readings[0]));
         assert_eq!(one.places[0].readings[1].as_ref().unwrap().value, 7);
 
-        let apart = Boxes::of(&given, Some(&spr), false, &|_| false).unwrap();
+        let apart = Boxes::of(&given, &spr, false).unwrap();
         let mut each = run(&apart);
         apart.merge_run(&mut each);
         let names: Vec<&str> = each.events.iter().map(|e| e.name.as_str()).collect();
@@ -346,9 +349,8 @@ mod tests {
         // perf's `name=` term names the merged line (perf 6.1's parse-events.l `name`).
         let named = Boxes::of(
             &["uncore_imc/cas_count_write,name=writes/", "page-faults"].map(String::from),
-            Some(&spr),
+            &spr,
             true,
-            &|_| false,
         )
         .unwrap();
         let mut one = run(&named);

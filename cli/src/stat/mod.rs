@@ -420,12 +420,7 @@ fn plan_counting<B: Backend>(
         .collect();
     // Each PMU event on the boxes it names, each box on its PMU's CPUs, merged into one line
     // per event after counting (unless --no-merge).
-    let devices = match backend.capabilities().sysfs_pmus() {
-        true => Some(args.sysfs.devices()?),
-        false => None,
-    };
-    let resolves = |name: &str| backend.resolve(name).is_ok();
-    let boxes = boxes::Boxes::of(&names, devices.as_deref(), !args.more.no_merge, &resolves)
+    let boxes = boxes::Boxes::of(&names, backend, !args.more.no_merge)
         .map_err(|e| CliError::usage(e, measurement::EVENT_USAGE))?;
     let (groups, filters) = (boxes.groups(&groups), boxes.spread(&filters));
     let weak_events = boxes.spread(&weak_events);
@@ -440,6 +435,10 @@ fn plan_counting<B: Backend>(
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
     let mut events = measurement::plan(backend, &names)?;
     if let Some(cputype) = args.more.cputype() {
+        let devices = match backend.capabilities().sysfs_pmus() {
+            true => Some(args.sysfs.devices()?),
+            false => None,
+        };
         cputype::named_pmu(devices.as_deref(), cputype).map_err(|e| CliError::usage(e, USAGE))?;
         cputype::keep(&mut events, cputype).map_err(|e| CliError::usage(e, USAGE))?;
     }
