@@ -1,15 +1,17 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
-use std::sync::Arc;
-
 use counterhal_events::Database;
-use counterhal_hal::{BoxedBackend, Given, Registration, Result};
+use counterhal_hal::Registration;
 
 // Off openbsd, the backend is its device's model alone: without the `model` feature (the
 // facade's `device-models`) the crate is its registration alone there, which says so.
 cfg_if::cfg_if! {
     if #[cfg(any(target_os = "openbsd", feature = "model"))] {
+        use std::sync::Arc;
+
+        use counterhal_hal::{BoxedBackend, Given, Result};
+
         pub mod abi;
         mod backend;
         #[cfg(feature = "conformance")]
@@ -46,8 +48,7 @@ cfg_if::cfg_if! {
 
         /// The backend over `/dev/pctr`.
         fn make(given: &Given<'_, Database>) -> Result<BoxedBackend> {
-            let backend = probe(Arc::clone(given.database), given.cpu_model.map(str::to_owned))?;
-            Ok(Box::new(backend))
+            given.make(probe)
         }
 
         /// The backend over a model of the driver, for CPU model `id`.
@@ -55,23 +56,9 @@ cfg_if::cfg_if! {
             Ok(Box::new(model_for(Arc::clone(database), id)?))
         }
     } else {
-        /// Off OpenBSD without the model: why this build has no backend here.
-        fn make(_: &Given<'_, Database>) -> Result<BoxedBackend> {
-            Err(left_out())
-        }
-
-        /// As [`make`].
-        fn make_model(_: &Arc<Database>, _: &str) -> Result<BoxedBackend> {
-            Err(left_out())
-        }
-
-        /// The backend's device is OpenBSD's, and this build leaves out its model.
-        fn left_out() -> counterhal_hal::Error {
-            counterhal_hal::Error::unsupported(
-                "the pctr backend's device is OpenBSD's; its device model is left out of this \
-                 build: it needs counterhal's `device-models` feature",
-            )
-        }
+        // Off OpenBSD without the model, this build has no backend here: its registration
+        // says so.
+        use counterhal_hal::{left_out as make, left_out_model as make_model};
     }
 }
 

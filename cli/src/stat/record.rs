@@ -418,48 +418,13 @@ mod tests {
     #[test]
     fn record_reads_stat_s_options_on_both_sides() {
         // The second line has a long flag before the word, the third `--` before the word.
-        for words in [
-            &[
-                "counterhal",
-                "stat",
-                "-e",
-                "page-faults",
-                "record",
-                "-o",
-                "f",
-                "-e",
-                "task-clock",
-                "true",
-            ][..],
-            &[
-                "counterhal",
-                "stat",
-                "--no-merge",
-                "-e",
-                "page-faults",
-                "record",
-                "-o",
-                "f",
-                "-e",
-                "task-clock",
-                "--",
-                "true",
-            ],
-            &[
-                "counterhal",
-                "stat",
-                "-e",
-                "page-faults",
-                "--",
-                "rec",
-                "-o",
-                "f",
-                "-e",
-                "task-clock",
-                "true",
-            ],
+        for line in [
+            "counterhal stat -e page-faults record -o f -e task-clock true",
+            "counterhal stat --no-merge -e page-faults record -o f -e task-clock -- true",
+            "counterhal stat -e page-faults -- rec -o f -e task-clock true",
         ] {
-            let stat = stat_of(words);
+            let words: Vec<&str> = line.split(' ').collect();
+            let stat = stat_of(&words);
             assert_eq!(
                 stat.event_names(),
                 ["page-faults", "task-clock"],
