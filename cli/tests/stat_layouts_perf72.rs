@@ -148,3 +148,50 @@ fn a_delay_is_left_out_of_the_elapsed_time() {
         assert!((0.25..0.5).contains(&elapsed), "perf: {duration} {elapsed}");
     }
 }
+
+/// Each table line with a metric: the event's name, the column its `#` stands in and the
+/// metric's words after its number (`cs/sec  cs_per_second`); lines whose number is `nan`
+/// (perf 7.2's beside an event that did not count) left out.
+fn metric_words(out: &Output) -> Vec<(String, usize, String)> {
+    stderr(out)
+        .lines()
+        .filter_map(|line| {
+            let at = line.find(" # ")?;
+            let event = line[..at].split_whitespace().last()?.to_string();
+            let (number, words) = line[at + 3..].trim().split_once(' ')?;
+            let words = words.split("  (").next().unwrap_or(words).trim_end();
+            (number != "nan").then(|| (event, at, words.to_string()))
+        })
+        .collect()
+}
+
+/// Oracle: perf 7.2.13 (module doc), `stat true` beside counterhal's: beside each default
+/// event that counted here, the same metric words (`cs/sec  cs_per_second`, `faults/sec
+/// page_faults_per_second`, `CPUs  CPUs_utilized`: pmu-events' common metrics.json) with the
+/// `#` in the same column. Before: perf 6.1's (`0.000 /sec`, `K/sec`, `CPUs utilized`).
+#[test]
+fn default_events_carry_perf_7_2_s_metric_words() {
+    linux_or_skip!();
+    let perf = match perf_7_2() {
+        Ok(perf) => perf,
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
+    let args = ["true"];
+    let ours = metric_words(&ours(&args));
+    let theirs = metric_words(&stat_of(&perf, &args));
+    let events = ["context-switches", "cpu-migrations", "page-faults"];
+    for event in events {
+        let find =
+            |lines: &[(String, usize, String)]| lines.iter().find(|(e, _, _)| e == event).cloned();
+        let theirs = find(&theirs).unwrap_or_else(|| panic!("perf 7.2: {event}: {theirs:?}"));
+        assert_eq!(find(&ours), Some(theirs), "{ours:?}");
+    }
+    // perf 7.2.13 prints `nan CPUs` beside task-clock for a command here; counterhal the
+    // clock over the elapsed time, in the same words.
+    let clock = ours.iter().find(|(e, _, _)| e == "task-clock");
+    assert_eq!(
+        clock.map(|(_, _, words)| words.as_str()),
+        Some("CPUs  CPUs_utilized"),
+        "{ours:?}"
+    );
+}

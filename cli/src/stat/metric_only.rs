@@ -28,7 +28,7 @@ struct Cell {
 
 /// The factor of a rate's prefix: `K/sec` 1e3, `M/sec` 1e6, `G/sec` 1e9, `/sec` 1; `None` for
 /// a unit that is no rate.
-fn rate_factor(unit: &str) -> Option<f64> {
+pub(super) fn rate_factor(unit: &str) -> Option<f64> {
     let prefix = unit.strip_suffix("/sec")?;
     match prefix {
         "" => Some(1.0),

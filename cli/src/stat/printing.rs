@@ -24,9 +24,24 @@ use counterhal_system::System;
 
 /// The results as `args` ask for them: table, CSV or JSON.
 pub fn render(args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) -> String {
+    render_in(args, summary, metrics, MetricWords::of(args, metrics))
+}
+
+/// A recording's results (`stat report`), as `args` ask for them: perf 7.2's `perf stat
+/// report` prints no metric beside any event, so the table's are perf 6.1's words.
+pub fn render_recording(args: &StatArgs, summary: &Summary) -> String {
+    render_in(args, summary, &[], MetricWords::Perf61)
+}
+
+fn render_in(
+    args: &StatArgs,
+    summary: &Summary,
+    metrics: &[&'static MetricDef],
+    words: MetricWords,
+) -> String {
     let mut out = String::new();
     match args.format() {
-        Format::Table => table(&mut out, args, summary, metrics),
+        Format::Table => table(&mut out, args, summary, metrics, words),
         Format::Csv { separator } if args.more.metric_only => {
             metric_only::csv(&mut out, separator, summary, metrics);
         }
@@ -55,6 +70,66 @@ pub fn write(output: Option<OutputFile>, text: &str) -> Result<(), CliError> {
             counterhal::ErrorKind::Other,
             "cannot write the results to standard error",
         ))),
+    }
+}
+
+/// The words of the metric beside an event in the table (`-x` and `-j` keep perf 6.1's
+/// always: docs/command.md, "perf 6.1's and perf 7.2's layouts").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MetricWords {
+    /// perf 6.1's (`0.733 CPUs utilized`, `1.701 K/sec`): beside events given with `-e` or
+    /// read by `-M`, and in `stat report`.
+    Perf61,
+    /// perf 7.2's default metrics (`0.7 CPUs  CPUs_utilized`, `1096.8 cs/sec  cs_per_second`):
+    /// beside perf's default events, counted without `-e` and `-M`.
+    Perf72Defaults,
+}
+
+impl MetricWords {
+    fn of(args: &StatArgs, metrics: &[&'static MetricDef]) -> Self {
+        match args.event_names.is_empty() && metrics.is_empty() {
+            true => MetricWords::Perf72Defaults,
+            false => MetricWords::Perf61,
+        }
+    }
+}
+
+/// perf 7.2's default metric beside a default event (`name`), from the metric perf 6.1
+/// prints beside it: its value, its `printf` format's decimals and its words (unit and
+/// name). perf 7.2's metrics are `pmu-events/arch/common/common/metrics.json`'s of the groups
+/// `Default` to `Default4`, each printed by stat-shadow.c's `generic_metric`: scaled by its
+/// `ScaleUnit`, `%8.1f` and `UNIT  NAME`, or `%8.2f` and `NAME` where it has no unit. `None`
+/// for an event beside which perf 7.2 prints none (`L1-dcache-loads`).
+fn perf72_default_metric(name: &str, metric: &Metric) -> Option<(f64, usize, String)> {
+    let base = name.split(':').next().unwrap_or(name);
+    let per_second = || Some(metric.value * metric_only::rate_factor(&metric.unit)?);
+    let with_unit =
+        |value: f64, unit: &str, name: &str| Some((value, 1, format!("{unit}  {name}")));
+    let share = metric.value / 100.0;
+    match (base, metric.unit.as_str()) {
+        ("task-clock" | "cpu-clock", "CPUs utilized") => {
+            with_unit(metric.value, "CPUs", "CPUs_utilized")
+        }
+        ("context-switches", _) => with_unit(per_second()?, "cs/sec", "cs_per_second"),
+        ("cpu-migrations", _) => {
+            with_unit(per_second()?, "migrations/sec", "migrations_per_second")
+        }
+        ("page-faults", _) => with_unit(per_second()?, "faults/sec", "page_faults_per_second"),
+        ("cycles" | "cpu-cycles", "GHz") => with_unit(metric.value, "GHz", "cycles_frequency"),
+        ("instructions", "insn per cycle") => {
+            with_unit(metric.value, "instructions", "insn_per_cycle")
+        }
+        ("instructions", _) => Some((metric.value, 2, "stalled_cycles_per_instruction".into())),
+        ("branches", _) => with_unit(per_second()? / 1e6, "M/sec", "branch_frequency"),
+        ("branch-misses", _) => with_unit(metric.value, "%", "branch_miss_rate"),
+        ("stalled-cycles-frontend", _) => Some((share, 2, "frontend_cycles_idle".into())),
+        ("stalled-cycles-backend", _) => Some((share, 2, "backend_cycles_idle".into())),
+        ("L1-dcache-load-misses", _) => with_unit(metric.value, "%", "l1d_miss_rate"),
+        ("LLC-load-misses", _) => with_unit(metric.value, "%", "llc_miss_rate"),
+        ("L1-icache-load-misses", _) => with_unit(metric.value, "%", "l1i_miss_rate"),
+        ("dTLB-load-misses", _) => with_unit(metric.value, "%", "dtlb_miss_rate"),
+        ("iTLB-load-misses", _) => with_unit(metric.value, "%", "itlb_miss_rate"),
+        _ => None,
     }
 }
 
@@ -127,7 +202,16 @@ pub fn render_interval(
             for section in &interval.sections {
                 let big = args.more.big_numbers();
                 let colour = thresholds::colour(args);
-                section_lines(&mut out, &interval.system, section, metrics, big, colour);
+                let words = MetricWords::of(args, metrics);
+                section_lines(
+                    &mut out,
+                    &interval.system,
+                    section,
+                    metrics,
+                    big,
+                    colour,
+                    words,
+                );
             }
         }
         Format::Csv { separator } if args.more.metric_only => {
@@ -145,7 +229,9 @@ pub fn render_interval(
 }
 
 /// What follows `-I`'s intervals once the run has ended (`whole`: the whole run, `printed`:
-/// how many `--json` objects were written): in the table, why each unsupported event is so;
+/// how many `--json` objects were written): in the table, why each unsupported event is so,
+/// as comment lines (`# `), which readers of the intervals' columns pass over as they pass
+/// over the heading (perf 7.2's stat+std_output.sh takes every other line for an event's);
 /// in `--json`, the rest of the document the intervals began.
 pub fn render_after_intervals(
     args: &StatArgs,
@@ -155,7 +241,7 @@ pub fn render_after_intervals(
 ) -> String {
     let mut out = String::new();
     match args.format() {
-        Format::Table => not_supported(&mut out, &whole.events),
+        Format::Table => not_supported(&mut out, &whole.events, "#"),
         Format::Json => document::after_intervals(&mut out, args, whole, metrics, objects > 0),
         Format::Csv { .. } | Format::JsonLines => {}
     }
@@ -165,7 +251,13 @@ pub fn render_after_intervals(
 /// perf's table of the whole run (or each place's): one line per event, the times with
 /// their spread, the command's end when it failed, and once each reason an event is not
 /// supported.
-fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) {
+fn table(
+    out: &mut String,
+    args: &StatArgs,
+    summary: &Summary,
+    metrics: &[&'static MetricDef],
+    words: MetricWords,
+) {
     let what = counted(args);
     out.push('\n');
     if summary.runs > 1 {
@@ -189,6 +281,7 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
                 metrics,
                 args.more.big_numbers(),
                 thresholds::colour(args),
+                words,
             );
         }
     }
@@ -230,7 +323,7 @@ fn table(out: &mut String, args: &StatArgs, summary: &Summary, metrics: &[&'stat
         _ = writeln!(out, " The command {}.", end.exit_description);
         out.push('\n');
     }
-    not_supported(out, &summary.events);
+    not_supported(out, &summary.events, "");
 }
 
 /// `--table`: each run's elapsed time in seconds, its distance from the mean, and a bar of
@@ -265,7 +358,13 @@ fn runs_table(out: &mut String, each_ns: &[u64], mean: f64, precision: usize) {
 pub fn render_summary(args: &StatArgs, whole: &Summary, metrics: &[&'static MetricDef]) -> String {
     let mut out = String::new();
     match args.format() {
-        Format::Table => table(&mut out, args, whole, metrics),
+        Format::Table => table(
+            &mut out,
+            args,
+            whole,
+            metrics,
+            MetricWords::of(args, metrics),
+        ),
         Format::Csv { separator } => {
             let mut lines = String::new();
             separated::csv(&mut lines, separator, whole, metrics);
@@ -298,6 +397,7 @@ fn section_lines(
     metrics: &[&'static MetricDef],
     big: bool,
     colour: bool,
+    words: MetricWords,
 ) {
     let beside: Vec<Beside<'_>> = section
         .places
@@ -333,7 +433,7 @@ fn section_lines(
             }
             let metric = beside[at].metric(index, section.length_ns);
             let entry = &place.events[index];
-            line.push_str(&table_line(entry, metric.as_ref(), big, unit_width));
+            line.push_str(&table_line(entry, metric.as_ref(), big, unit_width, words));
             _ = writeln!(out, "{}", line.trim_end());
         }
     }
@@ -371,6 +471,7 @@ fn table_line(
     metric: Option<&Metric>,
     big: bool,
     unit_width: usize,
+    words: MetricWords,
 ) -> String {
     let unit = entry.unit();
     // perf pads the name to 25 columns before the cgroup of an event without a value.
@@ -411,8 +512,22 @@ fn table_line(
     if let Some(cgroup) = &entry.cgroup {
         _ = write!(line, " {cgroup}");
     }
-    let column = match metric {
-        Some(Metric { value, unit, style }) => {
+    let perf72 = match (words, metric) {
+        (MetricWords::Perf72Defaults, Some(metric)) => {
+            Some(perf72_default_metric(&entry.name, metric))
+        }
+        _ => None,
+    };
+    let column = match (perf72, metric) {
+        // perf 7.2's print_metric_std: ` # `, the value, and the words in what is left of
+        // METRIC_LEN (38) columns.
+        (Some(Some((value, decimals, words))), _) => {
+            let number = format!("{value:>8.decimals$}");
+            let width = 38usize.saturating_sub(3 + number.len() + 1);
+            format!(" # {number} {words:<width$}")
+        }
+        (Some(None), _) => format!("{:38}", ""),
+        (None, Some(Metric { value, unit, style })) => {
             let number = match style {
                 Style::Rate => format!("{value:>8.3}"),
                 Style::Ratio => format!("{value:>7.2} "),
@@ -420,7 +535,7 @@ fn table_line(
             };
             format!(" # {number} {unit:<23}")
         }
-        None => format!("{:35}", ""),
+        (None, None) => format!("{:35}", ""),
     };
     line.push_str(&column);
     // A spread of exactly 0 is left blank, as perf's print_noise_pct_std does (`if (pct)`).
@@ -434,8 +549,9 @@ fn table_line(
     line.trim_end().to_string()
 }
 
-/// Below the table, why each unsupported event is so, each distinct reason once.
-fn not_supported(out: &mut String, events: &[EventSummary]) {
+/// Below the table, why each unsupported event is so, each distinct reason once; each line
+/// after `prefix`.
+fn not_supported(out: &mut String, events: &[EventSummary], prefix: &str) {
     let reasons: Vec<(&str, &str)> = events
         .iter()
         .filter_map(|e| Some((e.name.as_str(), e.reading.as_ref().err()?.as_str())))
@@ -443,7 +559,7 @@ fn not_supported(out: &mut String, events: &[EventSummary]) {
     if reasons.is_empty() {
         return;
     }
-    _ = writeln!(out, " Not supported here:");
+    _ = writeln!(out, "{prefix} Not supported here:");
     let mut seen: Vec<&str> = Vec::new();
     for (name, reason) in reasons {
         // Messages start with the event's name.
@@ -452,9 +568,9 @@ fn not_supported(out: &mut String, events: &[EventSummary]) {
             .and_then(|rest| rest.strip_prefix(": "))
             .unwrap_or(reason);
         if seen.contains(&reason) {
-            _ = writeln!(out, "   {name}: as above");
+            _ = writeln!(out, "{prefix}   {name}: as above");
         } else {
-            _ = writeln!(out, "   {name}: {reason}");
+            _ = writeln!(out, "{prefix}   {name}: {reason}");
             seen.push(reason);
         }
     }

@@ -59,6 +59,11 @@ fn the_formats_follow_the_options() {
     );
 }
 
+/// Oracle: perf 7.2.13's table of its default events (Debian sid's `perf stat true`):
+/// `#  77668.7 faults/sec  page_faults_per_second`, `#      0.4 CPUs  CPUs_utilized`, each
+/// default metric's value `%8.1f` and its unit and name in 38 columns (stat-display.c's
+/// `print_metric_std`, `METRIC_LEN`). Before: perf 6.1's `823.045 M/sec`, which perf 7.2's
+/// stat+std_output.sh refuses ("wrong event metric. expected faults/sec").
 #[test]
 fn the_table_reads_as_perfs() {
     let text = render_with(&["--", "sh", "-c", "true"], &one_run());
@@ -67,8 +72,8 @@ fn the_table_reads_as_perfs() {
     let expected = "
  Performance counter stats for 'sh -c true':
 
-COUNT      page-faults                      #  823.045 M/sec
-              1.50 msec task-clock                       #    0.001 CPUs utilized
+COUNT      page-faults                      # 823044666.7 faults/sec  page_faults_per_second
+              1.50 msec task-clock                       #      0.0 CPUs  CPUs_utilized
    <not supported>      cycles
 
        2.000000000 seconds time elapsed
@@ -79,6 +84,28 @@ COUNT      page-faults                      #  823.045 M/sec
 "
     .replace("COUNT", &count);
     assert_eq!(text, expected);
+}
+
+/// Oracle: perf 6.1's table (Debian 12's `perf stat -e page-faults,task-clock`): beside
+/// events given with `-e`, where perf 7.2 prints no metric, the metric keeps perf 6.1's words
+/// (`823.045 M/sec`, `0.001 CPUs utilized`), the value `%8.3f` in 35 columns.
+#[test]
+fn events_given_with_e_keep_perf_6_1_s_metrics() {
+    let words = ["-e", "page-faults,task-clock,cycles", "true"];
+    let text = render_with(&words, &one_run());
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains('#')).collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "{:>18}      page-faults                      #  823.045 M/sec",
+                thousands(1_234_567)
+            ),
+            "              1.50 msec task-clock                       #    0.001 CPUs utilized"
+                .to_string(),
+        ],
+        "{text}"
+    );
 }
 
 #[test]
@@ -104,9 +131,10 @@ fn the_table_shows_runs_spreads_ratios_times_and_the_end() {
     );
     assert!(text.contains("for CPUs '0,2-3' (2 runs):"), "{text}");
     let instructions = text.lines().find(|l| l.contains("instructions")).unwrap();
+    // perf 7.2.13's insn_per_cycle (`ScaleUnit` `1instructions`), the spread after it.
     assert_eq!(
         instructions,
-        "               500      instructions                     #    0.50  insn per cycle           ( +- 20.00% )"
+        "               500      instructions                     #      0.5 instructions  insn_per_cycle  ( +- 20.00% )"
     );
     // Elapsed 1 and 3 ms: mean 2 ms, stddev of the mean 1 ms (50%), in perf's digits.
     assert!(
@@ -149,7 +177,8 @@ fn intervals_and_places_print_with_their_columns() {
     );
     assert_eq!(
         lines[1],
-        "     0.100000000 CPU0                   100.00 msec cpu-clock                        #    1.000 CPUs utilized"
+        // perf 7.2.13's `stat -a -A -I 100`.
+        "     0.100000000 CPU0                   100.00 msec cpu-clock                        #      1.0 CPUs  CPUs_utilized"
     );
     assert!(
         lines[2].starts_with("     0.100000000 CPU1                    50.00 msec"),
@@ -273,5 +302,62 @@ fn software_multiplexing_on_the_device_models_shows_in_every_format() {
             let value: serde_json::Value = serde_json::from_str(line).unwrap();
             within(value["pcnt-running"].as_f64().unwrap(), &what);
         }
+    }
+}
+
+/// Oracle: perf 7.2.13's tools/perf/tests/shell/stat+std_output.sh, whose `commachecker`
+/// wants each default event's line to carry its metric's name (`event_metric`:
+/// `CPUs_utilized`, `cs/sec`, `migrations/sec`, `faults/sec`, `GHz`, `insn_per_cycle`,
+/// `/sec`, `branch_miss_rate`), and perf 7.2's units (pmu-events' common metrics.json:
+/// branches per second in `M/sec`, the miss rate in `%`).
+#[test]
+fn every_default_event_carries_perf_7_2_s_metric() {
+    let summary = Summary::of(&[run(
+        &[
+            ("task-clock", Some(2_000_000)),
+            ("context-switches", Some(4)),
+            ("cpu-migrations", Some(1)),
+            ("page-faults", Some(50)),
+            ("cycles", Some(6_000_000)),
+            ("instructions", Some(3_000_000)),
+            ("branches", Some(500_000)),
+            ("branch-misses", Some(5_000)),
+        ],
+        4_000_000,
+    )]);
+    let text = render_with(&["true"], &summary);
+    let expected = [
+        ("task-clock", "     0.5 CPUs  CPUs_utilized"),
+        ("context-switches", "  2000.0 cs/sec  cs_per_second"),
+        (
+            "cpu-migrations",
+            "   500.0 migrations/sec  migrations_per_second",
+        ),
+        ("page-faults", " 25000.0 faults/sec  page_faults_per_second"),
+        ("cycles", "     3.0 GHz  cycles_frequency"),
+        ("instructions", "     0.5 instructions  insn_per_cycle"),
+        ("branches", "   250.0 M/sec  branch_frequency"),
+        ("branch-misses", "     1.0 %  branch_miss_rate"),
+    ];
+    for (event, metric) in expected {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!(" {event} ")))
+            .unwrap_or_else(|| panic!("{event}: {text}"));
+        assert!(line.ends_with(&format!("# {metric}")), "{line}");
+    }
+}
+
+/// Oracle: perf 7.2.13's stat+std_output.sh (`check_interval`), which reads every line after
+/// `-I`'s intervals that is not blank and not a comment as an event's: the reasons why events
+/// were not supported follow the intervals as comment lines. Before: " Not supported here:",
+/// and the script stopped at "Unknown event name in Not supported here:".
+#[test]
+fn the_reasons_after_intervals_are_comment_lines() {
+    let args = parse(&["-I", "100", "true"]).unwrap();
+    let text = render_after_intervals(&args, &one_run(), &[], 0);
+    assert!(text.contains("#   cycles: no PMU here\n"), "{text}");
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(line.starts_with('#'), "{line}");
     }
 }

@@ -127,7 +127,7 @@ pub fn report(mut args: StatArgs) -> Result<ExitCode, CliError> {
         true => vec![OsString::from("pipe")],
         false => recording.command_line.iter().map(OsString::from).collect(),
     };
-    let text = super::printing::render(&args, &summary, &[]);
+    let text = super::printing::render_recording(&args, &summary);
     super::printing::write(None, &text)?;
     Ok(ExitCode::SUCCESS)
 }
