@@ -58,6 +58,7 @@ enum Command {
     Serve(Box<serve::ServeCommand>),
     Completions(completions::CompletionsArgs),
     Version(version::VersionArgs),
+    Script(stat::script::ScriptArgs),
 }
 
 const STAT: &str = "Run a command (or attach) and count events, like `perf stat`";
@@ -80,7 +81,9 @@ type AddArguments = fn(clap::Command) -> clap::Command;
 /// set again after them, over the arguments struct's own). Each subcommand's arguments are
 /// built only when it is the one run (or its help is asked for): building every
 /// subcommand's arguments for each run cost `stat` a tenth of its start-up.
-const SUBCOMMANDS: [(&str, &str, AddArguments); 8] = [
+const SCRIPT: &str = "Print a recording's stat records as `perf script` prints them";
+
+const SUBCOMMANDS: [(&str, &str, AddArguments); 9] = [
     ("stat", STAT, |c| {
         stat::StatArgs::augment_args(c)
             .about(STAT)
@@ -117,6 +120,11 @@ const SUBCOMMANDS: [(&str, &str, AddArguments); 8] = [
     ("version", VERSION, |c| {
         version::VersionArgs::augment_args(c)
             .about(VERSION)
+            .long_about(None)
+    }),
+    ("script", SCRIPT, |c| {
+        stat::script::ScriptArgs::augment_args(c)
+            .about(SCRIPT)
             .long_about(None)
     }),
 ];
@@ -163,6 +171,7 @@ impl FromArgMatches for Command {
                 Command::Completions(completions::CompletionsArgs::from_arg_matches_mut(sub)?)
             }
             "version" => Command::Version(version::VersionArgs::from_arg_matches_mut(sub)?),
+            "script" => Command::Script(stat::script::ScriptArgs::from_arg_matches_mut(sub)?),
             other => {
                 return Err(clap::Error::raw(
                     clap::error::ErrorKind::InvalidSubcommand,
@@ -189,6 +198,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Serve(args) => serve::run(*args),
         Command::Completions(args) => completions::run(args),
         Command::Version(args) => version::run(args),
+        Command::Script(args) => stat::script::run(args),
     }
 }
 

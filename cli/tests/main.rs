@@ -69,6 +69,7 @@ mod stat_options;
 mod stat_per_cache;
 mod stat_record;
 mod stat_scope;
+mod stat_script;
 mod stat_threshold;
 mod stat_topdown;
 mod sysfs_root;

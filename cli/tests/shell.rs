@@ -168,10 +168,7 @@ fn list_pages_on_a_terminal_as_perfs_does() {
 
 /// The subtests of perf 7.2's stat.sh that fail with counterhal in perf's place, and why.
 #[cfg(target_os = "linux")]
-const KNOWN_TO_FAIL: [(&str, &str); 1] = [(
-    "stat record and script test",
-    "counterhal has no `script` (docs/command.md, `stat record` and `stat report`)",
-)];
+const KNOWN_TO_FAIL: [(&str, &str); 0] = [];
 
 /// A folder whose `perf` runs `words` with the script's arguments.
 #[cfg(target_os = "linux")]

@@ -81,6 +81,7 @@ mod printing;
 pub(crate) mod record;
 mod results;
 pub(crate) mod runnable;
+pub(crate) mod script;
 mod separated;
 mod summary;
 mod switches;

@@ -69,9 +69,34 @@ fn read_exact(input: &mut dyn Read, n: u64, source: &str, what: &str) -> Result<
 
 /// The name perf gives an attr it has no name for: a generalized hardware or software
 /// event's (`cycles`, `page-faults`), else its type and config.
+/// perf 7.x's tool PMU (tools/perf/util/pmu.h, `PERF_PMU_TYPE_TOOL`) and its events' names
+/// by config (util/tool_pmu.c, `tool_pmu__event_names`), which its recordings' attrs carry.
+const TOOL_PMU: u32 = 0xFFFF_FFFE;
+const TOOL_EVENTS: [&str; 15] = [
+    "",
+    "duration_time",
+    "user_time",
+    "system_time",
+    "has_pmem",
+    "num_cores",
+    "num_cpus",
+    "num_cpus_online",
+    "num_dies",
+    "num_packages",
+    "slots",
+    "smt_on",
+    "system_tsc_freq",
+    "core_wide",
+    "target_cpu",
+];
+
 fn attr_name(attr: &Attr) -> String {
     let config = attr.config[0];
     let known = match attr.type_ {
+        TOOL_PMU => usize::try_from(config)
+            .ok()
+            .and_then(|c| TOOL_EVENTS.get(c).copied())
+            .filter(|name| !name.is_empty()),
         perf::TYPE_HARDWARE => HardwareEvent::ALL
             .iter()
             .find(|&&event| perf::hardware_config(event) == config)
@@ -97,6 +122,20 @@ struct Gathered {
     /// Each event's counts in the round being read, and in the last round that ended.
     round: Vec<Option<Reading>>,
     last: Option<Vec<Option<Reading>>>,
+    /// Where kept ([`read_with_records`]), the stat records as read.
+    records: Option<Vec<StatRecord>>,
+}
+
+/// One of perf stat's records as read, for `script` (perf's `perf script`): its type
+/// (`PERF_RECORD_THREAD_MAP` to `PERF_RECORD_STAT_ROUND`), the event a `PERF_RECORD_STAT`
+/// counts (its index in the recording), and its body after the header.
+pub struct StatRecord {
+    /// The record's type.
+    pub kind: u32,
+    /// A `PERF_RECORD_STAT`'s event; 0 for the others.
+    pub event: usize,
+    /// The bytes after the record's header.
+    pub body: Vec<u8>,
 }
 
 impl Gathered {
@@ -195,6 +234,7 @@ impl Gathered {
                     fields.u64().ok_or_else(short)?,
                 );
                 let index = self.event_of(source, id)?;
+                self.keep(STAT, index, body);
                 let sum = self.round[index].unwrap_or_default();
                 self.round[index] = Some(Reading::new(
                     sum.value.saturating_add(value),
@@ -202,7 +242,9 @@ impl Gathered {
                     sum.time_running.saturating_add(running),
                 ));
             }
+            THREAD_MAP | CPU_MAP | STAT_CONFIG => self.keep(kind, 0, body),
             STAT_ROUND => {
+                self.keep(STAT_ROUND, 0, body);
                 let (_, time) = (
                     fields.u64().ok_or_else(short)?,
                     fields.u64().ok_or_else(short)?,
@@ -214,6 +256,17 @@ impl Gathered {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Keeps a record, where records are kept.
+    fn keep(&mut self, kind: u32, event: usize, body: &[u8]) {
+        if let Some(records) = &mut self.records {
+            records.push(StatRecord {
+                kind,
+                event,
+                body: body.to_vec(),
+            });
+        }
     }
 
     /// The recording, each counted event with the counts of the last round that ended (or
@@ -285,6 +338,30 @@ fn read_records(
 /// # Errors
 /// Bad input: another magic, a truncated or corrupted header, section or record.
 pub fn read(input: &mut dyn Input, source: &str) -> Result<Recording, Error> {
+    let mut gathered = Gathered::default();
+    read_into(input, source, &mut gathered)?;
+    Ok(gathered.finish())
+}
+
+/// Reads a recording as [`read`] does, with its stat records as read (maps, configuration,
+/// counts and rounds, in order).
+///
+/// # Errors
+/// As [`read`]'s.
+pub fn read_with_records(
+    input: &mut dyn Input,
+    source: &str,
+) -> Result<(Recording, Vec<StatRecord>), Error> {
+    let mut gathered = Gathered {
+        records: Some(Vec::new()),
+        ..Gathered::default()
+    };
+    read_into(input, source, &mut gathered)?;
+    let records = gathered.records.take().unwrap_or_default();
+    Ok((gathered.finish(), records))
+}
+
+fn read_into(input: &mut dyn Input, source: &str, gathered: &mut Gathered) -> Result<(), Error> {
     let head = read_exact(input, 16, source, "perf's header")?;
     if &head[..8] != MAGIC {
         return Err(bad(
@@ -293,10 +370,9 @@ pub fn read(input: &mut dyn Input, source: &str) -> Result<Recording, Error> {
         ));
     }
     let size = u64::from_le_bytes(head[8..16].try_into().unwrap_or_default());
-    let mut gathered = Gathered::default();
     match size {
-        PIPE_HEADER_SIZE => read_records(input, None, source, &mut gathered)?,
-        FILE_HEADER_SIZE => read_file(input, source, &mut gathered)?,
+        PIPE_HEADER_SIZE => read_records(input, None, source, gathered)?,
+        FILE_HEADER_SIZE => read_file(input, source, gathered)?,
         _ => {
             return Err(bad(
                 source,
@@ -304,7 +380,7 @@ pub fn read(input: &mut dyn Input, source: &str) -> Result<Recording, Error> {
             ));
         }
     }
-    Ok(gathered.finish())
+    Ok(())
 }
 
 /// What a recording is read from: a file, or standard input (which cannot seek).

@@ -158,7 +158,12 @@ fn input_of(words: &[OsString]) -> Result<String, CliError> {
             _ => return Err(refuse(&word)),
         }
     }
-    Ok(input.unwrap_or_else(|| {
+    Ok(input.unwrap_or_else(default_input))
+}
+
+/// perf's input without `-i`: standard input where it is a pipe, else `perf.data`.
+pub(super) fn default_input() -> String {
+    {
         use std::os::fd::AsFd;
         use std::os::unix::fs::FileTypeExt;
         let piped = std::io::stdin()
@@ -171,7 +176,7 @@ fn input_of(words: &[OsString]) -> Result<String, CliError> {
             true => "-".to_string(),
             false => "perf.data".to_string(),
         }
-    }))
+    }
 }
 
 /// A recording as `stat` summarizes a run: one event line each (a clock's and a tool event's
