@@ -349,3 +349,28 @@ fn repeated_modifiers_are_refused_as_perf_refuses_them() {
         }
     }
 }
+
+/// Counting CPUs (`-a`, `-C`), the default set's clock is `cpu-clock`; counting a command,
+/// `task-clock`.
+///
+/// Oracle: the installed perf (6.1, Debian 12's: builtin-stat.c `add_default_attributes`),
+/// and perf 7.2's Default metrics (`cpu-clock if #target_cpu else task-clock`,
+/// pmu-events/arch/common/common/metrics.json).
+#[test]
+fn the_default_clock_is_cpu_clock_when_counting_cpus() {
+    perf_or_skip!();
+    for args in [&["-a", "true"][..], &["-C", "0", "true"], &["true"]] {
+        let (ours, perf) = both(args);
+        let clock = |out: &Output| {
+            stderr(out)
+                .lines()
+                .find_map(|l| {
+                    l.split_whitespace()
+                        .find(|w| *w == "cpu-clock" || *w == "task-clock")
+                })
+                .map(str::to_string)
+        };
+        assert!(clock(&perf).is_some(), "{args:?}: {}", stderr(&perf));
+        assert_eq!(clock(&ours), clock(&perf), "{args:?}: {}", stderr(&ours));
+    }
+}

@@ -290,6 +290,11 @@ impl StatArgs {
         }
         if self.event_names.is_empty() {
             let mut names: Vec<String> = DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect();
+            // Counting CPUs, perf's clock is cpu-clock (perf 6.1's `add_default_attributes`;
+            // perf 7.2's Default metrics: `cpu-clock if #target_cpu else task-clock`).
+            if self.all_cpus || self.cpu_list.is_some() {
+                names[0] = "cpu-clock".to_string();
+            }
             self.more.add_detailed(&mut names);
             return (self.more.with_privilege_level(names), Vec::new());
         }
