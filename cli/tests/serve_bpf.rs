@@ -550,3 +550,73 @@ fn the_bpf_mode_counts_work_on_every_cpu() {
     }
     drop(cgroup);
 }
+
+/// `bpftool prog show id ID`'s name and `recursion_misses` (which it prints only where
+/// nonzero), or `None` where bpftool cannot show the program.
+fn bpftool_misses(id: &str) -> Option<(String, u64)> {
+    let out = Command::new("bpftool")
+        .args(["prog", "show", "id", id])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let word_after = |key: &str| {
+        let mut words = text.split_whitespace();
+        words.find(|w| *w == key)?;
+        words.next().map(str::to_string)
+    };
+    let misses = word_after("recursion_misses").map_or(Some(0), |n| n.parse().ok())?;
+    Some((word_after("name")?, misses))
+}
+
+/// Each program of the BPF mode has a `counterhal_bpf_recursion_misses_total` series, its
+/// value what the kernel reports for the same program between two scrapes.
+///
+/// Oracle: Debian's bpftool (7.1, libbpf 1.1), `bpftool prog show id N`: the kernel's
+/// `struct bpf_prog_info` (`recursion_misses`, Linux 5.12) of the program the series' `id`
+/// label names, and its `name` the series' `program` label.
+#[test]
+fn the_bpf_modes_skipped_programs_are_what_bpftool_reports() {
+    let _alone = crate::common::bpf_alone();
+    let root = unified_or_skip!();
+    if Command::new("bpftool").arg("version").output().is_err() {
+        skip!(Need::Tools, "bpftool is not installed (Debian's bpftool)");
+    }
+    let parent = make_parent(&root, "serve-bpf-skips");
+    let pattern = format!("^{}$", parent.name);
+    let served = bpf_or_skip!(["-e", "page-faults", "--cgroups", &pattern]);
+    let series = |body: &str| -> Vec<(String, String, u64)> {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("counterhal_bpf_recursion_misses_total{program=\""))
+            .filter_map(|rest| {
+                let (program, rest) = rest.split_once("\",id=\"")?;
+                let (id, value) = rest.split_once("\"} ")?;
+                Some((program.to_string(), id.to_string(), value.parse().ok()?))
+            })
+            .collect()
+    };
+    let first = series(&served.scrape());
+    assert!(
+        first.iter().any(|(p, ..)| p == "ch_cgroup_swtch"),
+        "no series for the counting program: {first:?}"
+    );
+    let mut kernel = Vec::new();
+    for (program, id, _) in &first {
+        let shown = bpftool_misses(id).unwrap_or_else(|| panic!("bpftool cannot show {id}"));
+        assert_eq!(&shown.0, program, "program {id}");
+        kernel.push(shown.1);
+    }
+    let second = series(&served.scrape());
+    assert_eq!(second.len(), first.len(), "{first:?} then {second:?}");
+    for ((before, now), shown) in first.iter().zip(&second).zip(kernel) {
+        assert!(
+            before.2 <= shown && shown <= now.2,
+            "{}: the series {} then {}, bpftool {shown} between",
+            before.0,
+            before.2,
+            now.2
+        );
+    }
+    drop(served);
+    drop(parent);
+}

@@ -198,6 +198,26 @@ pub trait CgroupCounter {
     /// may fall short (never over) by what ran then. `None` in the perf-event mode, which
     /// misses none.
     fn switches_missed(&self) -> Option<u64>;
+
+    /// In the BPF mode, each program the kernel runs for it and the times the kernel skipped
+    /// that program because another BPF program was running on its CPU (`recursion_misses`
+    /// of `struct bpf_prog_info`, Linux 5.12): each a cgroup switch, move or removal the
+    /// counts miss. Empty in the perf-event mode and where the kernel does not count them.
+    fn programs_skipped(&self) -> Vec<ProgramSkips> {
+        Vec::new()
+    }
+}
+
+/// A BPF program a counter loaded, and the times the kernel skipped it
+/// ([`CgroupCounter::programs_skipped`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramSkips {
+    /// The program's name, as the kernel shows it (`bpftool prog show`).
+    pub name: &'static str,
+    /// The program's id (`bpftool prog show id N`).
+    pub id: u32,
+    /// The times the kernel skipped it since it was loaded (its `recursion_misses`).
+    pub skipped: u64,
 }
 
 /// A cgroup counter of any backend, boxed (what [`CgroupCapability::open_cgroup_counter`]

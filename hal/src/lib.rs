@@ -55,7 +55,7 @@ pub use backend::{
 pub use capabilities::{Capabilities, Scope, TargetSupport};
 pub use cgroups::{
     BoxedCgroupCounter, CgroupCapability, CgroupCounter, CgroupCounterOptions, CgroupCounts,
-    CgroupMode, CgroupModeChoice,
+    CgroupMode, CgroupModeChoice, ProgramSkips,
 };
 pub use cpus::CpuList;
 pub use domain::Domain;

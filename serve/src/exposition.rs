@@ -480,7 +480,8 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
 /// The mode the cgroups are counted in (`counterhal_cgroup_mode`); in the BPF mode, the
 /// cgroups matched too deep for it (`counterhal_cgroups_too_deep`), whether it settles a
 /// task's move between cgroups (`counterhal_cgroup_moves_settled`) and the cgroup switches
-/// its program missed (`counterhal_cgroup_switches_missed_total`).
+/// its program missed (`counterhal_cgroup_switches_missed_total`), and the times the kernel
+/// skipped each of its programs (`counterhal_bpf_recursion_misses_total`).
 fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, health: &Health) {
     let mode = Family::new(
         "counterhal_cgroup_mode",
@@ -526,6 +527,28 @@ fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, healt
     );
     switches.header(out, format);
     switches.sample(out, &[], Number::Int(missed));
+    let programs = cgroups.programs_skipped();
+    if programs.is_empty() {
+        return;
+    }
+    let skipped = Family::new(
+        "counterhal_bpf_recursion_misses",
+        Kind::Counter,
+        "Times the kernel skipped this BPF-mode program because another BPF program was \
+         running on that CPU (its recursion_misses, bpftool prog show id N): each a cgroup \
+         removal (ch_cgroup_rmdir) or move (ch_cgroup_move) the counts miss; the kernel \
+         counts none for ch_cgroup_swtch (counterhal_cgroup_switches_missed_total does). \
+         Rising: find the other BPF programs on the node (bpftool prog show).",
+    );
+    skipped.header(out, format);
+    for program in &programs {
+        let id = program.id.to_string();
+        let labels = [
+            ("program", Label::Text(program.name)),
+            ("id", Label::Text(&id)),
+        ];
+        skipped.sample(out, &labels, Number::Int(program.skipped));
+    }
 }
 
 /// The exporter's process, as client_golang's process collector writes it (node_exporter's

@@ -157,6 +157,12 @@ mod linux {
             self.counter.switches_missed()
         }
 
+        /// In the BPF mode, the times the kernel skipped each of its programs (another BPF
+        /// program running on that CPU); empty in the perf-event mode.
+        pub fn programs_skipped(&self) -> Vec<counterhal_hal::ProgramSkips> {
+            self.counter.programs_skipped()
+        }
+
         /// The deepest level below the mount this mode follows (`None`: any).
         pub fn deepest_level(&self) -> Option<usize> {
             self.counter.deepest_level()
@@ -337,6 +343,10 @@ mod elsewhere {
         }
         /// Never called.
         pub fn switches_missed(&self) -> Option<u64> {
+            match *self {}
+        }
+        /// Never called.
+        pub fn programs_skipped(&self) -> Vec<counterhal_hal::ProgramSkips> {
             match *self {}
         }
         /// Never called.

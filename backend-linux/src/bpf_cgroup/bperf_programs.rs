@@ -7,8 +7,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use counterhal_hal::{Error, Result};
 
-use super::bpf_mode::bpf_error;
-use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R6, R7, R8, R10};
+use super::bpf_mode::failed;
+use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R6, R7, R8, R10, Reg};
 use crate::sys::bpf as sys_bpf;
 
 /// A `struct bpf_perf_event_value`: counter, enabled, running.
@@ -62,32 +62,12 @@ pub(super) fn leader_program(
     asm.mov_imm(R1, 0);
     asm.store32(R10, -8, R1);
     for (map, keep) in [(prev, R7), (diff, R8)] {
-        asm.load_map(R1, map);
-        asm.mov(R2, R10);
-        asm.add_imm(R2, -8);
-        asm.call(MAP_LOOKUP_ELEM);
-        asm.jump_if_eq(R0, 0, out);
+        lookup(&mut asm, map, -8, out);
         asm.mov(keep, R0);
     }
-    asm.load_map(R1, events);
-    asm.load32(R2, R10, -4);
-    asm.mov(R3, R10);
-    asm.add_imm(R3, -32);
-    asm.mov_imm(R4, VALUE_BYTES as i32);
-    asm.call(PERF_EVENT_READ_VALUE);
-    asm.jump_if_ne(R0, 0, out);
-    for field in [0i16, 8, 16] {
-        asm.load64(R1, R10, -32 + field);
-        asm.load64(R2, R7, field);
-        asm.mov(R3, R1);
-        asm.sub(R3, R2);
-        asm.store64(R8, field, R3);
-        asm.store64(R7, field, R1);
-    }
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
+    read_value(&mut asm, events, -4, -32, out);
+    keep_difference(&mut asm, -32, (R8, 0));
+    returning_zero(asm, out)
 }
 
 /// The follower (bperf_follower.bpf.c's `fexit_XXX`): where `enabled` holds 1 and the task
@@ -101,18 +81,12 @@ pub(super) fn follower_program(
 ) -> Vec<u64> {
     let mut asm = Asm::default();
     let out = asm.label();
-    asm.load_map_value(R1, enabled, 0);
-    asm.load32(R1, R1, 0);
-    asm.jump_if_eq(R1, 0, out);
+    unless_enabled(&mut asm, enabled, out);
     asm.mov_imm(R1, 0);
     asm.store32(R10, -12, R1);
     filtered(&mut asm, scope, filter, out);
     for (map, key, keep) in [(diff, -12i32, R7), (accum, -4, R8)] {
-        asm.load_map(R1, map);
-        asm.mov(R2, R10);
-        asm.add_imm(R2, key);
-        asm.call(MAP_LOOKUP_ELEM);
-        asm.jump_if_eq(R0, 0, out);
+        lookup(&mut asm, map, key, out);
         asm.mov(keep, R0);
     }
     for field in [0i16, 8, 16] {
@@ -121,10 +95,7 @@ pub(super) fn follower_program(
         asm.add(R2, R1);
         asm.store64(R8, field, R2);
     }
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
+    returning_zero(asm, out)
 }
 
 /// The follower's choice of the sum to add to, at `fp - 4`: slot 0 for every CPU, else the
@@ -144,11 +115,7 @@ pub(super) fn filtered(asm: &mut Asm, scope: &SharedScope, filter: BorrowedFd<'_
         }
     }
     asm.store32(R10, -8, R0);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -8);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
+    lookup(asm, filter, -8, out);
     asm.load32(R1, R0, 0);
     asm.store32(R10, -4, R1);
     // A task that has exited (marked by the exit program) is counted this last time and
@@ -177,17 +144,10 @@ pub(super) fn exit_program(filter: BorrowedFd<'_>, pid: u32) -> Vec<u64> {
     asm.mov_imm(R2, 4);
     asm.call(PROBE_READ_KERNEL);
     asm.jump_if_ne(R0, 0, out);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -8);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
+    lookup(&mut asm, filter, -8, out);
     asm.mov_imm(R1, 1);
     asm.store32(R0, 4, R1);
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
+    returning_zero(asm, out)
 }
 
 /// The follower where the kernel takes no program at the leader's exit: at `sched_switch`
@@ -208,48 +168,22 @@ pub(super) fn own_follower_program(
     asm.store32(R10, -16, R0);
     asm.mov_imm(R1, 0);
     asm.store32(R10, -12, R1);
-    asm.load_map(R1, prev);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -12);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
+    lookup(&mut asm, prev, -12, out);
     asm.mov(R7, R0);
-    asm.load_map(R1, events);
-    asm.load32(R2, R10, -16);
-    asm.mov(R3, R10);
-    asm.add_imm(R3, -40);
-    asm.mov_imm(R4, VALUE_BYTES as i32);
-    asm.call(PERF_EVENT_READ_VALUE);
-    asm.jump_if_ne(R0, 0, out);
+    read_value(&mut asm, events, -16, -40, out);
     // The differences at -64, the reading kept.
-    for field in [0i16, 8, 16] {
-        asm.load64(R1, R10, -40 + field);
-        asm.load64(R2, R7, field);
-        asm.mov(R3, R1);
-        asm.sub(R3, R2);
-        asm.store64(R10, -64 + field, R3);
-        asm.store64(R7, field, R1);
-    }
-    asm.load_map_value(R1, enabled, 0);
-    asm.load32(R1, R1, 0);
-    asm.jump_if_eq(R1, 0, out);
+    keep_difference(&mut asm, -40, (R10, -64));
+    unless_enabled(&mut asm, enabled, out);
     asm.mov_imm(R1, 0);
     filtered(&mut asm, scope, filter, out);
-    asm.load_map(R1, accum);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -4);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
+    lookup(&mut asm, accum, -4, out);
     for field in [0i16, 8, 16] {
         asm.load64(R1, R10, -64 + field);
         asm.load64(R2, R0, field);
         asm.add(R2, R1);
         asm.store64(R0, field, R2);
     }
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
+    returning_zero(asm, out)
 }
 
 /// The leader's `events` map (its one perf event array), found by the ids of the maps its
@@ -289,9 +223,7 @@ pub(super) fn new_task_program(
     let mut asm = Asm::default();
     let out = asm.label();
     asm.mov(R6, R1);
-    asm.load_map_value(R1, enabled, 0);
-    asm.load32(R1, R1, 0);
-    asm.jump_if_eq(R1, 0, out);
+    unless_enabled(&mut asm, enabled, out);
     asm.call(GET_CURRENT_PID_TGID);
     asm.rsh_imm(R0, 32);
     asm.store32(R10, -4, R0);
@@ -306,11 +238,7 @@ pub(super) fn new_task_program(
     asm.load32(R1, R10, -8);
     asm.load32(R2, R10, -4);
     asm.jump_if_eq_reg(R1, R2, out);
-    asm.load_map(R1, filter);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, -4);
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, out);
+    lookup(&mut asm, filter, -4, out);
     // { accum_key: the parent's, exited: 0 }.
     asm.load32(R1, R0, 0);
     asm.store32(R10, -16, R1);
@@ -323,18 +251,59 @@ pub(super) fn new_task_program(
     asm.add_imm(R3, -16);
     asm.mov_imm(R4, sys_bpf::BPF_NOEXIST as i32);
     asm.call(MAP_UPDATE_ELEM);
-    asm.place(out);
-    asm.mov_imm(R0, 0);
-    asm.exit();
-    asm.finish()
-}
-
-/// A `bpf(2)` failure of this mode, with what was being done.
-pub(super) fn failed(what: &str) -> impl Fn(i32) -> Error + '_ {
-    move |errno| bpf_error(what, errno)
+    returning_zero(asm, out)
 }
 
 /// A word of `bytes` at `at`.
 pub(super) fn word(bytes: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
+}
+
+/// `R0` = the value of `map` at the key at `R10 + key_at`; on to `out` where it has none.
+fn lookup(asm: &mut Asm, map: BorrowedFd<'_>, key_at: i32, out: Label) {
+    asm.load_map(R1, map);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, key_at);
+    asm.call(MAP_LOOKUP_ELEM);
+    asm.jump_if_eq(R0, 0, out);
+}
+
+/// The reading (value, enabled, running) of `events` at the CPU held at `R10 + cpu_at`, into
+/// `R10 + value_at`; on to `out` where it cannot be read.
+fn read_value(asm: &mut Asm, events: BorrowedFd<'_>, cpu_at: i16, value_at: i32, out: Label) {
+    asm.load_map(R1, events);
+    asm.load32(R2, R10, cpu_at);
+    asm.mov(R3, R10);
+    asm.add_imm(R3, value_at);
+    asm.mov_imm(R4, VALUE_BYTES as i32);
+    asm.call(PERF_EVENT_READ_VALUE);
+    asm.jump_if_ne(R0, 0, out);
+}
+
+/// The reading at `R10 + read_at` less the one `R7` points to, into `to` (a register and an
+/// offset); the reading kept at `R7`.
+fn keep_difference(asm: &mut Asm, read_at: i16, to: (Reg, i16)) {
+    for field in [0i16, 8, 16] {
+        asm.load64(R1, R10, read_at + field);
+        asm.load64(R2, R7, field);
+        asm.mov(R3, R1);
+        asm.sub(R3, R2);
+        asm.store64(to.0, to.1 + field, R3);
+        asm.store64(R7, field, R1);
+    }
+}
+
+/// On to `out` where `enabled` (a one-value array) holds 0.
+fn unless_enabled(asm: &mut Asm, enabled: BorrowedFd<'_>, out: Label) {
+    asm.load_map_value(R1, enabled, 0);
+    asm.load32(R1, R1, 0);
+    asm.jump_if_eq(R1, 0, out);
+}
+
+/// The program's end at `out`: it returns 0.
+fn returning_zero(mut asm: Asm, out: Label) -> Vec<u64> {
+    asm.place(out);
+    asm.mov_imm(R0, 0);
+    asm.exit();
+    asm.finish()
 }

@@ -18,14 +18,14 @@
 //! `cgroup:cgroup_attach_task` after the move (kernel/cgroup/cgroup.c), and the perf_event
 //! controller's own switch at a move (`perf_cgroup_attach`) raises no `cgroup-switches`.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use counterhal_hal::{CpuList, Error, ErrorKind, EventRequest, Reading, Result};
+use counterhal_hal::{CpuList, Error, ErrorKind, EventRequest, ProgramSkips, Reading, Result};
 
 use super::btf;
 use super::program::{self, MAX_EVENTS, MAX_LEVELS, Maps, READING_BYTES, Run, SWITCHES_MISSED};
 use crate::LinuxBackend;
-use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr};
+use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr, ProgBtf};
 use crate::sys::{self, PerfEventAttr, TYPE_SOFTWARE, attr_bit};
 
 /// `PERF_COUNT_SW_CGROUP_SWITCHES` (Linux 5.13): counts, on a CPU, the context switches
@@ -36,6 +36,9 @@ const SW_CGROUP_SWITCHES: u64 = 11;
 /// The kernel function the settle program runs at: every move of tasks between cgroups
 /// (`cgroup.procs`, `cgroup.threads`, v1's `tasks`) goes through it (kernel/cgroup/cgroup.c).
 const MIGRATE: &str = "cgroup_migrate";
+
+/// The counting program's name (at most 15 bytes: the kernel keeps no more).
+const SWITCH_PROGRAM: &str = "ch_cgroup_swtch";
 
 /// The room for the verifier's log of a refused program.
 const LOG_BYTES: usize = 1 << 20;
@@ -55,7 +58,9 @@ pub(crate) struct BpfCounting {
     previous: OwnedFd,
     cgroups: OwnedFd,
     levels: OwnedFd,
-    _program: OwnedFd,
+    /// The programs the kernel runs (at `cgroup-switches`, and those of `settle` and
+    /// `removals`), each with its name, whose skips it counts (`recursion_misses`).
+    programs: Vec<(&'static str, OwnedFd)>,
     /// The same program, run on each CPU before a read.
     trigger: OwnedFd,
     /// The settle program's link at `cgroup_migrate`, or why it could not be attached.
@@ -94,6 +99,11 @@ pub(crate) fn bpf_error(what: &str, errno: i32) -> Error {
         .with_hint(hint)
 }
 
+/// [`bpf_error`] for a `map_err`: a `bpf(2)` failure, with what was being done.
+pub(super) fn failed(what: &str) -> impl Fn(i32) -> Error + '_ {
+    move |errno| bpf_error(what, errno)
+}
+
 /// The possible CPUs (`/sys/devices/system/cpu/possible`), the order of per-CPU values.
 pub(super) fn possible_cpus() -> Result<Vec<u32>> {
     let path = counterhal_system::System::host().cpus().join("possible");
@@ -114,41 +124,73 @@ pub(super) fn create(
     entries: u32,
     name: &str,
 ) -> Result<OwnedFd> {
+    create_flagged(map_type, key, value, entries, 0, name)
+}
+
+/// [`create`] with `flags` (`map_flags`); an unnamed map is called `perf_attr_map` in errors
+/// (perf's attr map, which perf creates without a name).
+pub(super) fn create_flagged(
+    map_type: u32,
+    key: u32,
+    value: u32,
+    entries: u32,
+    flags: u32,
+    name: &str,
+) -> Result<OwnedFd> {
     let attr = MapCreateAttr {
         map_type,
         key_size: key,
         value_size: value,
         max_entries: entries,
+        map_flags: flags,
         ..Default::default()
     };
-    sys_bpf::map_create(&attr, name)
-        .map_err(|errno| bpf_error(&format!("creating the BPF map {name}"), errno))
+    let shown = if name.is_empty() {
+        "perf_attr_map"
+    } else {
+        name
+    };
+    sys_bpf::map_create(&attr, name).map_err(failed(&format!("creating the BPF map {shown}")))
 }
 
 /// Loads `insns` as a program of `prog_type`; a refusal carries the verifier's log.
 pub(super) fn load(prog_type: u32, insns: &[u64], name: &str) -> Result<OwnedFd> {
-    load_for(prog_type, AttachTo::default(), insns, name)
+    load_for(prog_type, AttachTo::default(), None, None, insns, name)
 }
 
 /// [`load`] for a program attached where `attach` says. The verifier is asked for its log
 /// only where it refused the program (the log of a long program it takes can overflow any
-/// buffer, which fails the load).
+/// buffer, which fails the load). `attach_prog` and `btf` as [`sys_bpf::prog_load_with`].
 pub(super) fn load_for(
     prog_type: u32,
     attach: AttachTo,
+    attach_prog: Option<BorrowedFd<'_>>,
+    btf: Option<ProgBtf<'_>>,
     insns: &[u64],
     name: &str,
 ) -> Result<OwnedFd> {
-    if let Ok(fd) = sys_bpf::prog_load(prog_type, attach, insns, LICENSE, name, &mut []) {
+    let load = |log: &mut [u8]| {
+        sys_bpf::prog_load_with(
+            prog_type,
+            attach,
+            attach_prog,
+            btf,
+            insns,
+            LICENSE,
+            name,
+            log,
+        )
+    };
+    if let Ok(fd) = load(&mut []) {
         return Ok(fd);
     }
     let mut log = vec![0u8; LOG_BYTES];
-    sys_bpf::prog_load(prog_type, attach, insns, LICENSE, name, &mut log).map_err(|errno| {
+    load(&mut log).map_err(|errno| {
         let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
         let said = String::from_utf8_lossy(&log[..end]);
         let error = bpf_error(
             &format!(
-                "the kernel refused the counting program {name} ({} instructions)",
+                "the kernel refused the program {name} ({} instructions)",
                 insns.len()
             ),
             errno,
@@ -230,7 +272,7 @@ impl BpfCounting {
             levels: levels.as_fd(),
         };
         let insns = program::counting(maps, events.len(), stride, Run::Switch);
-        let attached = load(sys_bpf::PROG_PERF_EVENT, &insns, "ch_cgroup_switch")?;
+        let attached = load(sys_bpf::PROG_PERF_EVENT, &insns, SWITCH_PROGRAM)?;
         let insns = program::counting(maps, events.len(), stride, Run::Read);
         let trigger = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_cgroup_read")?;
         let mut counters = Vec::with_capacity(events.len() * cpus.len());
@@ -262,16 +304,17 @@ impl BpfCounting {
                 slot,
             )?);
         }
-        let settle = settle(maps, events.len(), stride);
+        let mut programs = vec![(SWITCH_PROGRAM, attached)];
+        let settle = settle(maps, events.len(), stride, &mut programs);
         let counting = BpfCounting {
-            removals: count_removals(),
+            removals: count_removals(&mut programs),
             _counters: counters,
             _switches: switches,
             _events: events_map,
             previous,
             cgroups,
             levels,
-            _program: attached,
+            programs,
             trigger,
             settle,
             events: events.len(),
@@ -298,6 +341,25 @@ impl BpfCounting {
         let mut value = [0u8; 8];
         sys_bpf::map_lookup(map.as_fd(), &0u32.to_ne_bytes(), &mut value).ok()?;
         Some(u64::from_ne_bytes(value))
+    }
+
+    /// Each program the kernel runs, its name and id, and the times the kernel skipped it
+    /// since it was loaded because a BPF program was already running on that CPU
+    /// (`recursion_misses`; Linux 5.12, which counts them for tracing programs: a skipped
+    /// program at `cgroup-switches` is counted by [`BpfCounting::switches_missed`] instead).
+    /// Empty before Linux 5.12.
+    pub fn recursion_misses(&self) -> Vec<ProgramSkips> {
+        self.programs
+            .iter()
+            .filter_map(|(name, program)| {
+                let info = sys_bpf::prog_info(program.as_fd()).ok()?;
+                Some(ProgramSkips {
+                    name,
+                    id: info.id,
+                    skipped: info.recursion_misses?,
+                })
+            })
+            .collect()
     }
 
     /// Runs the program on each CPU counted: the cgroup running there now is counted up to
@@ -443,17 +505,26 @@ impl BpfCounting {
 
 /// The map counting the cgroups removed and the link of the program at `cgroup:cgroup_rmdir`
 /// (Linux 4.17's raw tracepoints) that counts them; `None` where the kernel refuses either.
-fn count_removals() -> Option<(OwnedFd, OwnedFd)> {
+/// The program is added to `programs`.
+fn count_removals(programs: &mut Vec<(&'static str, OwnedFd)>) -> Option<(OwnedFd, OwnedFd)> {
+    const NAME: &str = "ch_cgroup_rmdir";
     let map = create(sys_bpf::MAP_ARRAY, 4, 8, 1, "ch_removals").ok()?;
     let program = program::counting_removals(map.as_fd());
-    let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &program, "ch_cgroup_rmdir").ok()?;
+    let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &program, NAME).ok()?;
     let link = sys_bpf::attach_raw(program.as_fd(), Some(c"cgroup_rmdir")).ok()?;
+    programs.push((NAME, program));
     Some((map, link))
 }
 
 /// The settle program (`maps`, `events` events, `stride`) attached at the entry of
-/// [`MIGRATE`], its link; or why it cannot be, in words.
-fn settle(maps: Maps<'_>, events: usize, stride: u32) -> std::result::Result<OwnedFd, String> {
+/// [`MIGRATE`], its link (the program added to `programs`); or why it cannot be, in words.
+fn settle(
+    maps: Maps<'_>,
+    events: usize,
+    stride: u32,
+    programs: &mut Vec<(&'static str, OwnedFd)>,
+) -> std::result::Result<OwnedFd, String> {
+    const NAME: &str = "ch_cgroup_move";
     let path = btf::vmlinux();
     let vmlinux = std::fs::read(&path).map_err(|e| {
         format!(
@@ -470,7 +541,7 @@ fn settle(maps: Maps<'_>, events: usize, stride: u32) -> std::result::Result<Own
     };
     let insns = program::counting(maps, events, stride, Run::Move);
     let program =
-        load_for(sys_bpf::PROG_TRACING, attach, &insns, "ch_cgroup_move").map_err(|e| {
+        load_for(sys_bpf::PROG_TRACING, attach, None, None, &insns, NAME).map_err(|e| {
             let why = match e.errno() {
                 Some(errno) if !e.message().contains("the verifier said") => {
                     std::io::Error::from_raw_os_error(errno).to_string()
@@ -482,13 +553,15 @@ fn settle(maps: Maps<'_>, events: usize, stride: u32) -> std::result::Result<Own
                  5.5 on x86-64, 6.0 on arm64, with BTF): {why}"
             )
         })?;
-    sys_bpf::attach_raw(program.as_fd(), None).map_err(|errno| {
+    let link = sys_bpf::attach_raw(program.as_fd(), None).map_err(|errno| {
         format!(
             "attaching a program at {MIGRATE}'s entry: {} (a kernel without BPF trampolines \
              here, CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)",
             std::io::Error::from_raw_os_error(errno)
         )
-    })
+    })?;
+    programs.push((NAME, program));
+    Ok(link)
 }
 
 /// `cgroup-switches` on `cpu` with the program `program` run at each, placed at `slot` of

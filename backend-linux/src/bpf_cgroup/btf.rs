@@ -166,6 +166,12 @@ pub fn program_btf(name: &str) -> Vec<u8> {
     // FUNC `name` of prototype 4, global linkage (vlen 1).
     types.extend([func, (KIND_FUNC << 24) | 1, 4]);
     let types: Vec<u8> = types.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    with_header(&types, &names)
+}
+
+/// A BTF of `types` (each its `struct btf_type` words and extra bytes) and `names`, after
+/// its header (`struct btf_header`, version 1).
+fn with_header(types: &[u8], names: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend(MAGIC.to_ne_bytes());
     out.extend([1, 0]);
@@ -187,25 +193,6 @@ pub fn program_btf(name: &str) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    /// A BTF of `types` (each its `struct btf_type` words and extra bytes) and `names`.
-    fn btf(types: &[u8], names: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend(MAGIC.to_ne_bytes());
-        out.extend([1, 0]);
-        for word in [
-            24,
-            0,
-            types.len() as u32,
-            types.len() as u32,
-            names.len() as u32,
-        ] {
-            out.extend(word.to_ne_bytes());
-        }
-        out.extend(types);
-        out.extend(names);
-        out
-    }
-
     fn btf_type(name_off: u32, kind: u32, vlen: u32, extra: usize) -> Vec<u8> {
         let mut out = Vec::new();
         for word in [name_off, (kind << 24) | vlen, 0] {
@@ -225,7 +212,7 @@ mod tests {
         types.extend(btf_type(0, 13, 1, 8));
         types.extend(btf_type(15, 12, 0, 0));
         types.extend(btf_type(7, 12, 0, 0));
-        let data = btf(&types, names);
+        let data = with_header(&types, names);
         assert_eq!(function_id(&data, "migrate"), Ok(4));
         assert_eq!(function_id(&data, "other"), Ok(3));
         assert!(
@@ -237,7 +224,7 @@ mod tests {
         for len in 0..data.len() {
             let _ = function_id(&data[..len], "migrate");
         }
-        let unknown = btf(&btf_type(1, 31, 0, 0), names);
+        let unknown = with_header(&btf_type(1, 31, 0, 0), names);
         assert!(
             function_id(&unknown, "migrate")
                 .unwrap_err()

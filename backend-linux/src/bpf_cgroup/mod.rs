@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use counterhal_hal::{
     Backend, BackendTarget, BoxedCgroupCounter, CgroupCapability, CgroupCounter,
     CgroupCounterOptions, CgroupCounts, CgroupMode, CgroupModeChoice, Error, EventRequest, Group,
-    OpenOptions, Reading, Result,
+    OpenOptions, ProgramSkips, Reading, Result,
 };
 
 use crate::{LinuxBackend, LinuxGroup};
@@ -58,7 +58,7 @@ struct Kept {
 }
 
 enum Counting {
-    Bpf(BpfCounting),
+    Bpf(Box<BpfCounting>),
     PerfEvents,
 }
 
@@ -124,10 +124,13 @@ impl LinuxCgroupCounter {
                 Counting::PerfEvents,
                 CgroupMode::PerfEvents { why_not_bpf: None },
             ),
-            CgroupModeChoice::Bpf => (Counting::Bpf(bpf(&options.unified_root)?), CgroupMode::Bpf),
+            CgroupModeChoice::Bpf => (
+                Counting::Bpf(Box::new(bpf(&options.unified_root)?)),
+                CgroupMode::Bpf,
+            ),
             // Auto, and any choice added later: BPF where it works.
             _ => match bpf(&options.unified_root) {
-                Ok(counting) => (Counting::Bpf(counting), CgroupMode::Bpf),
+                Ok(counting) => (Counting::Bpf(Box::new(counting)), CgroupMode::Bpf),
                 Err(why) => (
                     Counting::PerfEvents,
                     CgroupMode::PerfEvents {
@@ -449,6 +452,12 @@ impl CgroupCounter for LinuxCgroupCounter {
     fn switches_missed(&self) -> Option<u64> {
         LinuxCgroupCounter::switches_missed(self)
     }
+    fn programs_skipped(&self) -> Vec<ProgramSkips> {
+        match &self.counting {
+            Counting::Bpf(bpf) => bpf.recursion_misses(),
+            Counting::PerfEvents => Vec::new(),
+        }
+    }
 }
 
 /// The Linux backend counts per cgroup in either mode.
@@ -494,7 +503,7 @@ fn bpf_alone() -> std::sync::MutexGuard<'static, ()> {
 
 #[cfg(test)]
 mod tests {
-    use super::insn::{Asm, R1, R10, op};
+    use super::insn::{Asm, R0, R1, R2, R10, op};
     use super::program;
     use crate::sys::bpf as sys_bpf;
     use counterhal_conformance::skip;
@@ -573,6 +582,14 @@ mod tests {
             ("offsetof(union bpf_attr, raw_tracepoint.prog_fd)", 8),
             ("offsetof(union bpf_attr, test.flags)", 64),
             ("offsetof(union bpf_attr, test.cpu)", 68),
+            (
+                "offsetof(struct bpf_prog_info, id)",
+                sys_bpf::PROG_INFO_ID as i64,
+            ),
+            (
+                "offsetof(struct bpf_prog_info, recursion_misses)",
+                sys_bpf::PROG_INFO_RECURSION_MISSES as i64,
+            ),
             (
                 "BPF_LD | BPF_DW | BPF_IMM",
                 (op::LD | op::DW | op::IMM).into(),
@@ -808,10 +825,17 @@ mod tests {
         };
         let at_entry = sys_bpf::AttachTo {
             attach_type: sys_bpf::TRACE_FENTRY,
-            btf_id: super::btf::function_id(&vmlinux, "cgroup_migrate").unwrap(),
+            btf_id: super::btf::function_id(&vmlinux, "htab_map_delete_elem").unwrap(),
         };
         let started = std::time::Instant::now();
-        if let Err(e) = load_for(sys_bpf::PROG_TRACING, at_tracepoint, &atomic, "ch_t_settle") {
+        if let Err(e) = load_for(
+            sys_bpf::PROG_TRACING,
+            at_tracepoint,
+            None,
+            None,
+            &atomic,
+            "ch_t_settle",
+        ) {
             panic!("{} instructions, a tracing program: {e}", atomic.len());
         }
         eprintln!(
@@ -819,12 +843,141 @@ mod tests {
             atomic.len(),
             started.elapsed()
         );
-        if let Err(e) = load_for(sys_bpf::PROG_TRACING, at_entry, &atomic, "ch_t_settle") {
+        if let Err(e) = load_for(
+            sys_bpf::PROG_TRACING,
+            at_entry,
+            None,
+            None,
+            &atomic,
+            "ch_t_settle",
+        ) {
             skip!(
                 Need::System,
                 "this kernel takes no tracing program at cgroup_migrate's entry: {e}"
             );
         }
+    }
+
+    /// `bpftool prog show id ID`'s `recursion_misses` (printed only where nonzero: 0 then), or
+    /// `None` where bpftool cannot show the program.
+    fn bpftool_recursion_misses(id: u32) -> Option<u64> {
+        let out = std::process::Command::new("bpftool")
+            .args(["prog", "show", "id", &id.to_string()])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut words = text.split_whitespace();
+        match words.find(|w| *w == "recursion_misses") {
+            Some(_) => words.next()?.parse().ok(),
+            None => Some(0),
+        }
+    }
+
+    /// A program the kernel skips because it is already running on its CPU: at the entry of
+    /// `htab_map_delete_elem`, deleting from a hash map itself (the kernel's own selftest,
+    /// tools/testing/selftests/bpf/progs/recursion.c), so each delete from user space runs
+    /// it once and skips its nested run once. The program's id and `recursion_misses` as
+    /// [`sys_bpf::prog_info`] reads them are bpftool's, and grow by one a delete.
+    ///
+    /// Oracle: Debian's bpftool (7.1), `bpftool prog show id N`, which reads the same
+    /// `struct bpf_prog_info` through libbpf's own layout of it.
+    #[test]
+    fn a_programs_recursion_misses_are_what_bpftool_reports() {
+        use super::bperf_programs::MAP_DELETE_ELEM;
+        use super::bpf_mode::{create, load_for};
+        use std::os::fd::AsFd;
+        let _alone = super::bpf_alone();
+        if std::process::Command::new("bpftool")
+            .arg("version")
+            .output()
+            .is_err()
+        {
+            skip!(Need::Tools, "bpftool is not installed (Debian's bpftool)");
+        }
+        let Ok(vmlinux) = std::fs::read(super::btf::vmlinux()) else {
+            skip!(
+                Need::System,
+                "no kernel BTF at {}",
+                super::btf::vmlinux().display()
+            );
+        };
+        let Ok(btf_id) = super::btf::function_id(&vmlinux, "htab_map_delete_elem") else {
+            skip!(Need::System, "no htab_map_delete_elem in this kernel's BTF");
+        };
+        let map = match create(sys_bpf::MAP_HASH, 4, 8, 1, "ch_t_recurse") {
+            Ok(map) => map,
+            Err(e) => skip!(Need::Privilege, "cannot make a BPF map here: {e}"),
+        };
+        let mut asm = Asm::default();
+        asm.mov_imm(R1, 0);
+        asm.store32(R10, -4, R1);
+        asm.load_map(R1, map.as_fd());
+        asm.mov(R2, R10);
+        asm.add_imm(R2, -4);
+        asm.call(MAP_DELETE_ELEM);
+        asm.mov_imm(R0, 0);
+        asm.exit();
+        let at_entry = sys_bpf::AttachTo {
+            attach_type: sys_bpf::TRACE_FENTRY,
+            btf_id,
+        };
+        let insns = asm.finish();
+        let program = match load_for(
+            sys_bpf::PROG_TRACING,
+            at_entry,
+            None,
+            None,
+            &insns,
+            "ch_t_recurse",
+        ) {
+            Ok(program) => program,
+            Err(e) => skip!(
+                Need::System,
+                "this kernel loads no program at htab_map_delete_elem's entry (BPF \
+                 trampolines: Linux 5.5 on x86-64, 6.0 on arm64, with BTF): {e}"
+            ),
+        };
+        let Ok(_link) = sys_bpf::attach_raw(program.as_fd(), None) else {
+            skip!(
+                Need::System,
+                "no BPF trampoline at htab_map_delete_elem here"
+            );
+        };
+        let before = sys_bpf::prog_info(program.as_fd()).unwrap();
+        let Some(misses_before) = before.recursion_misses else {
+            skip!(
+                Need::System,
+                "a kernel before 5.12 counts no recursion_misses"
+            );
+        };
+        const DELETES: u64 = 3;
+        for _ in 0..DELETES {
+            // ENOENT: the map is empty; the program ran all the same.
+            sys_bpf::map_delete(map.as_fd(), &0u32.to_ne_bytes()).ok();
+        }
+        let after = sys_bpf::prog_info(program.as_fd()).unwrap();
+        let misses = after.recursion_misses.unwrap();
+        let shown = bpftool_recursion_misses(after.id)
+            .unwrap_or_else(|| panic!("bpftool cannot show program {}", after.id));
+        eprintln!(
+            "program {}: recursion_misses {misses_before} then {misses}, bpftool {shown}",
+            after.id
+        );
+        assert_eq!(after.id, before.id);
+        assert!(
+            misses >= misses_before + DELETES,
+            "{misses_before} then {misses}"
+        );
+        // Another process's delete from a hash map between the two reads adds one more.
+        let again = sys_bpf::prog_info(program.as_fd())
+            .unwrap()
+            .recursion_misses
+            .unwrap();
+        assert!(
+            misses <= shown && shown <= again,
+            "ours {misses} then {again}, bpftool {shown} between"
+        );
     }
 
     /// A time whose cgroup switches the program did not all see is given to no cgroup, and

@@ -33,12 +33,14 @@ use counterhal_hal::{Error, ErrorKind, EventRequest, Reading, Result};
 
 use super::bperf_attr::{attr_key, open_on_cpu};
 use super::bperf_programs::{
-    VALUE_BYTES, exit_program, failed, follower_program, leader_events, leader_program,
-    new_task_program, own_follower_program, word,
+    VALUE_BYTES, exit_program, follower_program, leader_events, leader_program, new_task_program,
+    own_follower_program, word,
 };
-use super::bpf_mode::{bpf_error, load, per_cpu_room, possible_cpus};
+use super::bpf_mode::{
+    bpf_error, create_flagged, failed, load, load_for, per_cpu_room, possible_cpus,
+};
 use super::btf;
-use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr, ProgBtf};
+use crate::sys::bpf::{self as sys_bpf, AttachTo, ProgBtf};
 
 pub use super::bperf_attr::ATTR_KEY_BYTES;
 pub use super::bperf_programs::SharedScope;
@@ -49,8 +51,6 @@ const ATTR_MAP_ENTRIES: u32 = 16;
 const FILTER_ENTRIES: u32 = 102_400;
 /// The leader's function, which followers name.
 const LEADER: &str = "on_switch";
-/// The license of the programs (as bpf_mode's).
-const LICENSE: &std::ffi::CStr = c"Dual MIT/GPL";
 
 /// Where the attr map is pinned by default: perf's `BPF_PERF_DEFAULT_ATTR_MAP_PATH` in the BPF
 /// file system under sysfs (`/sys/fs/bpf/perf_attr_map`).
@@ -101,37 +101,6 @@ impl std::fmt::Debug for SharedCounter {
     }
 }
 
-fn create(
-    map_type: u32,
-    key: u32,
-    value: u32,
-    entries: u32,
-    flags: u32,
-    name: &str,
-) -> Result<OwnedFd> {
-    let attr = MapCreateAttr {
-        map_type,
-        key_size: key,
-        value_size: value,
-        max_entries: entries,
-        map_flags: flags,
-        ..Default::default()
-    };
-    sys_bpf::map_create(&attr, name).map_err(|errno| {
-        bpf_error(
-            &format!(
-                "creating the BPF map {}",
-                if name.is_empty() {
-                    "perf_attr_map"
-                } else {
-                    name
-                }
-            ),
-            errno,
-        )
-    })
-}
-
 /// The attr map at `path`, pinned there first where nothing is (bperf_lock_attr_map), checked
 /// for perf's key and value sizes, and locked (`flock`).
 fn lock_attr_map(path: &Path) -> Result<OwnedFd> {
@@ -146,7 +115,7 @@ fn lock_attr_map(path: &Path) -> Result<OwnedFd> {
         ))
     };
     let map = if std::fs::symlink_metadata(path).is_err() {
-        let map = create(
+        let map = create_flagged(
             sys_bpf::MAP_HASH,
             ATTR_KEY_BYTES as u32,
             8,
@@ -225,7 +194,7 @@ impl SharedCounter {
             SharedScope::Threads(ids) | SharedScope::Processes { pids: ids, .. } => ids.len(),
         }
         .max(1) as u32;
-        let accum = create(
+        let accum = create_flagged(
             sys_bpf::MAP_PERCPU_ARRAY,
             4,
             VALUE_BYTES,
@@ -233,8 +202,8 @@ impl SharedCounter {
             0,
             "accum_readings",
         )?;
-        let filter = create(sys_bpf::MAP_HASH, 4, 8, FILTER_ENTRIES, 1, "filter")?;
-        let enabled = create(sys_bpf::MAP_ARRAY, 4, 4, 1, 0, "ch_enabled")?;
+        let filter = create_flagged(sys_bpf::MAP_HASH, 4, 8, FILTER_ENTRIES, 1, "filter")?;
+        let enabled = create_flagged(sys_bpf::MAP_ARRAY, 4, 4, 1, 0, "ch_enabled")?;
         let keys: &[u32] = match &scope {
             SharedScope::AllCpus => &[],
             SharedScope::Cpus(list) => list,
@@ -253,7 +222,7 @@ impl SharedCounter {
             leader.diff.as_fd(),
             accum.as_fd(),
         );
-        let at_exit = load_attached(
+        let at_exit = load_for(
             sys_bpf::PROG_TRACING,
             AttachTo {
                 attach_type: sys_bpf::TRACE_FEXIT,
@@ -274,7 +243,7 @@ impl SharedCounter {
             // follower reads the leader's events itself at each switch.
             Err(why) => {
                 let events = leader_events(leader.program.as_fd())?;
-                let prev = create(
+                let prev = create_flagged(
                     sys_bpf::MAP_PERCPU_ARRAY,
                     4,
                     VALUE_BYTES,
@@ -399,7 +368,7 @@ impl SharedCounter {
         possible: &[u32],
     ) -> Result<(OwnedFd, u32, u32)> {
         let slots = possible.iter().max().map_or(1, |last| last + 1);
-        let events = create(
+        let events = create_flagged(
             sys_bpf::MAP_PERF_EVENT_ARRAY,
             4,
             4,
@@ -407,7 +376,7 @@ impl SharedCounter {
             sys_bpf::F_PRESERVE_ELEMS,
             "events",
         )?;
-        let prev = create(
+        let prev = create_flagged(
             sys_bpf::MAP_PERCPU_ARRAY,
             4,
             VALUE_BYTES,
@@ -415,7 +384,7 @@ impl SharedCounter {
             0,
             "prev_readings",
         )?;
-        let diff = create(
+        let diff = create_flagged(
             sys_bpf::MAP_PERCPU_ARRAY,
             4,
             VALUE_BYTES,
@@ -426,7 +395,7 @@ impl SharedCounter {
         let btf = sys_bpf::btf_load(&btf::program_btf(LEADER))
             .map_err(failed("loading the leader program's BTF"))?;
         let insns = leader_program(events.as_fd(), prev.as_fd(), diff.as_fd());
-        let program = load_attached(
+        let program = load_for(
             sys_bpf::PROG_RAW_TRACEPOINT,
             AttachTo::default(),
             None,
@@ -626,56 +595,6 @@ pub fn link_lives(id: u32) -> bool {
     sys_bpf::fd_by_id(sys_bpf::BPF_LINK_GET_FD_BY_ID, id).is_ok()
 }
 
-/// [`super::bpf_mode::load_for`] with the program's BTF and the program it is attached to.
-fn load_attached(
-    prog_type: u32,
-    attach: AttachTo,
-    attach_prog: Option<BorrowedFd<'_>>,
-    btf: Option<ProgBtf<'_>>,
-    insns: &[u64],
-    name: &str,
-) -> Result<OwnedFd> {
-    let mut log = vec![0u8; 1 << 20];
-    sys_bpf::prog_load_with(
-        prog_type,
-        attach,
-        attach_prog,
-        btf,
-        insns,
-        LICENSE,
-        name,
-        &mut [],
-    )
-    .or_else(|_| {
-        sys_bpf::prog_load_with(
-            prog_type,
-            attach,
-            attach_prog,
-            btf,
-            insns,
-            LICENSE,
-            name,
-            &mut log,
-        )
-    })
-    .map_err(|errno| {
-        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-        let said = String::from_utf8_lossy(&log[..end]);
-        let lines: Vec<&str> = said.trim_end().lines().collect();
-        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
-        let error = bpf_error(&format!("the kernel refused the program {name}"), errno);
-        if tail.is_empty() {
-            error
-        } else {
-            Error::new(
-                ErrorKind::Unsupported,
-                format!("{}; the verifier said:\n{tail}", error.message()),
-            )
-            .with_errno(errno)
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -826,8 +745,8 @@ mod tests {
         let cpu = possible[0];
         sys::pin_thread_to(cpu).expect("this thread kept on one CPU");
         let made = [
-            create(sys_bpf::MAP_PERF_EVENT_ARRAY, 4, 4, cpu + 1, 0, "events"),
-            create(
+            create_flagged(sys_bpf::MAP_PERF_EVENT_ARRAY, 4, 4, cpu + 1, 0, "events"),
+            create_flagged(
                 sys_bpf::MAP_PERCPU_ARRAY,
                 4,
                 VALUE_BYTES,
@@ -835,7 +754,7 @@ mod tests {
                 0,
                 "prev_readings",
             ),
-            create(
+            create_flagged(
                 sys_bpf::MAP_PERCPU_ARRAY,
                 4,
                 VALUE_BYTES,
@@ -843,7 +762,7 @@ mod tests {
                 0,
                 "diff_readings",
             ),
-            create(
+            create_flagged(
                 sys_bpf::MAP_PERCPU_ARRAY,
                 4,
                 VALUE_BYTES,
@@ -851,8 +770,8 @@ mod tests {
                 0,
                 "accum_readings",
             ),
-            create(sys_bpf::MAP_HASH, 4, 8, 16, 1, "filter"),
-            create(sys_bpf::MAP_ARRAY, 4, 4, 1, 0, "ch_enabled"),
+            create_flagged(sys_bpf::MAP_HASH, 4, 8, 16, 1, "filter"),
+            create_flagged(sys_bpf::MAP_ARRAY, 4, 4, 1, 0, "ch_enabled"),
         ];
         let [events, prev, diff, accum, filter, enabled] = match made {
             [Ok(a), Ok(b), Ok(c), Ok(d), Ok(e), Ok(f)] => [a, b, c, d, e, f],

@@ -344,24 +344,6 @@ pub struct AttachTo {
     pub btf_id: u32,
 }
 
-/// `BPF_PROG_LOAD` of `insns` (each instruction its 8 bytes, as the kernel's `struct
-/// bpf_insn`), attached where `attach` says (the default for the types that need not say),
-/// the verifier writing its log into `log` (NUL-terminated; an empty `log` asks for none).
-///
-/// # Errors
-/// The kernel's errno, `log` holding what the verifier said (EACCES, EINVAL: refused;
-/// ENOSPC: the log was too small; EPERM: no CAP_BPF or CAP_PERFMON).
-pub fn prog_load(
-    prog_type: u32,
-    attach: AttachTo,
-    insns: &[u64],
-    license: &std::ffi::CStr,
-    name: &str,
-    log: &mut [u8],
-) -> Result<OwnedFd, Errno> {
-    prog_load_with(prog_type, attach, None, None, insns, license, name, log)
-}
-
 /// A program's BTF at load: the BTF object, and its functions (`struct bpf_func_info`: the
 /// first instruction, then the `BTF_KIND_FUNC` type id, of each).
 #[derive(Clone, Copy, Debug)]
@@ -372,12 +354,16 @@ pub struct ProgBtf<'a> {
     pub func_info: &'a [[u32; 2]],
 }
 
-/// [`prog_load`] with the BTF of the program (`btf`: a program another can be attached to,
-/// at its functions) and, for a tracing program attached to another program's function
+/// `BPF_PROG_LOAD` of `insns` (each instruction its 8 bytes, as the kernel's `struct
+/// bpf_insn`), attached where `attach` says (the default for the types that need not say),
+/// the verifier writing its log into `log` (NUL-terminated; an empty `log` asks for none);
+/// with the BTF of the program (`btf`: a program another can be attached to, at its
+/// functions) and, for a tracing program attached to another program's function
 /// (`attach.btf_id` in that program's BTF), that program (`attach_prog`).
 ///
 /// # Errors
-/// As [`prog_load`].
+/// The kernel's errno, `log` holding what the verifier said (EACCES, EINVAL: refused;
+/// ENOSPC: the log was too small; EPERM: no CAP_BPF or CAP_PERFMON).
 #[allow(clippy::too_many_arguments)] // the members of `union bpf_attr` a load takes
 pub fn prog_load_with(
     prog_type: u32,
@@ -538,11 +524,12 @@ pub fn fd_by_id(cmd: u32, id: u32) -> Result<OwnedFd, Errno> {
 
 /// `BPF_OBJ_GET_INFO_BY_FD`: the object's `struct bpf_{prog,map,link,btf}_info` into `info`
 /// (the kernel writes at most `info.len()` bytes); `btf` and `btf_size` for a BTF object's
-/// data are set by the caller in `info` as the kernel's struct has them.
+/// data are set by the caller in `info` as the kernel's struct has them. The bytes written:
+/// fewer than `info.len()` where the kernel's struct is shorter (an older kernel).
 ///
 /// # Errors
 /// EINVAL, EFAULT for a buffer the kernel refuses.
-pub fn obj_info(object: BorrowedFd<'_>, info: &mut [u8]) -> Result<(), Errno> {
+pub fn obj_info(object: BorrowedFd<'_>, info: &mut [u8]) -> Result<usize, Errno> {
     let mut attr = InfoAttr {
         bpf_fd: object.as_raw_fd() as u32,
         info_len: info.len() as u32,
@@ -550,7 +537,44 @@ pub fn obj_info(object: BorrowedFd<'_>, info: &mut [u8]) -> Result<(), Errno> {
     };
     // SAFETY: `info` has `info_len` writable bytes; where the caller set an address in it (a
     // BTF object's `btf`), that buffer is as long as the `btf_size` beside it.
-    unsafe { bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr) }.map(drop)
+    unsafe { bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr) }?;
+    Ok(attr.info_len as usize)
+}
+
+/// Where `struct bpf_prog_info` holds `id` (a u32).
+pub const PROG_INFO_ID: usize = 4;
+/// Where `struct bpf_prog_info` holds `recursion_misses` (a u64, Linux 5.12).
+pub const PROG_INFO_RECURSION_MISSES: usize = 208;
+
+/// What `BPF_OBJ_GET_INFO_BY_FD` says of a program that its users report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgInfo {
+    /// The program's id (`bpftool prog show id N`).
+    pub id: u32,
+    /// The times the kernel skipped the program because a BPF program was already running on
+    /// that CPU; `None` before Linux 5.12, which does not count them.
+    pub recursion_misses: Option<u64>,
+}
+
+/// `BPF_OBJ_GET_INFO_BY_FD` of a program: its id and its `recursion_misses`.
+///
+/// # Errors
+/// As [`obj_info`]; EBADF, EINVAL for a descriptor that is no program.
+pub fn prog_info(program: BorrowedFd<'_>) -> Result<ProgInfo, Errno> {
+    const END: usize = PROG_INFO_RECURSION_MISSES + 8;
+    let mut info = [0u8; END];
+    let written = obj_info(program, &mut info)?;
+    let at = |offset: usize, bytes: usize| &info[offset..offset + bytes];
+    Ok(ProgInfo {
+        id: u32::from_ne_bytes(at(PROG_INFO_ID, 4).try_into().unwrap_or_default()),
+        recursion_misses: (written >= END).then(|| {
+            u64::from_ne_bytes(
+                at(PROG_INFO_RECURSION_MISSES, 8)
+                    .try_into()
+                    .unwrap_or_default(),
+            )
+        }),
+    })
 }
 
 /// `BPF_OBJ_GET_INFO_BY_FD` of a BTF object: its data.
