@@ -30,6 +30,8 @@
 //! percentile and the worst of every scrape measured, with their ratios to node_exporter's.
 //!
 //! Both exporters are scraped over loopback HTTP/1.1 by this program, one scrape at a time,
+//! taking turns scrape by scrape (so that a moment when the machine is busy with something
+//! else falls on each one's scrapes alike, not on one exporter's round),
 //! `Accept: text/plain` (the text format 0.0.4 from both), without compression (node_exporter
 //! would gzip for Prometheus, which costs it more). Both keep the connection open between
 //! scrapes, as they do for Prometheus (a counterhal before keep-alive closed every
@@ -204,8 +206,8 @@ fn costs(accounting: &Accounting, per_round: usize) {
         .unwrap_or_else(|e| panic!("{BEFORE_ENV}: {e}"))
     });
     println!(
-        "serve_cost: CPUs {cpus}, CPU time from {}; {ROUNDS} interleaved rounds of {per_round} \
-         scrapes each, after {WARM_UP}",
+        "serve_cost: CPUs {cpus}, CPU time from {}; {ROUNDS} rounds of {per_round} \
+         scrapes of each exporter, in turn, after {WARM_UP}",
         accounting.describe()
     );
     println!(
@@ -274,12 +276,11 @@ fn costs(accounting: &Accounting, per_round: usize) {
     drop(parent);
 }
 
-/// Scrapes `exporters` in interleaved rounds of `per_round` and prints each one's CPU time
-/// per scrape, latency and memory, with its ratio to the last one's (the baseline) and the
-/// ratio's target, where the baseline does the same work; the first `ours` are counterhal's.
-/// Scrapes `exporters` in rounds and prints what each cost, with the ratios of the first `ours`
-/// to the last; returns each one's mean CPU time per scrape (seconds) and resident memory at
-/// the end (KiB).
+/// Scrapes `exporters` in rounds of `per_round` scrapes each, taking turns scrape by scrape,
+/// and prints each one's CPU time per scrape, latency and memory, with its ratio to the last
+/// one's (the baseline) and the ratio's target, where the baseline does the same work; the
+/// first `ours` are counterhal's. Returns each one's mean CPU time per scrape (seconds) and
+/// resident memory at the end (KiB).
 fn compare(
     exporters: &[&Exporter],
     ours: usize,
@@ -297,14 +298,18 @@ fn compare(
     let mut latencies = vec![Vec::new(); exporters.len()];
     let mut sizes = vec![0; exporters.len()];
     for _ in 0..ROUNDS {
-        for (at, exporter) in exporters.iter().enumerate() {
-            let before = exporter.cpu();
-            for _ in 0..per_round {
+        let before: Vec<Duration> = exporters.iter().map(|e| e.cpu()).collect();
+        // One scrape of each in turn: what else runs on the machine at a moment (a build, a
+        // burst of the other exporters' work) falls on every exporter's scrapes alike.
+        for _ in 0..per_round {
+            for (at, scraper) in scrapers.iter_mut().enumerate() {
                 let sent = Instant::now();
-                sizes[at] = scrapers[at].scrape().len();
+                sizes[at] = scraper.scrape().len();
                 latencies[at].push(sent.elapsed().as_secs_f64());
             }
-            let used = exporter.cpu().saturating_sub(before);
+        }
+        for (at, exporter) in exporters.iter().enumerate() {
+            let used = exporter.cpu().saturating_sub(before[at]);
             per_scrape[at].push(used.as_secs_f64() / per_round as f64);
         }
     }

@@ -6,7 +6,7 @@
 //! arrive in time closed (408). With `--web.config.file`'s TLS, a plain request is answered
 //! 400 as Go's servers answer it. A `HEAD` is answered with the head alone.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -90,8 +90,6 @@ pub fn answer_tls(
 pub const MAX_HEAD: usize = 8 * 1024;
 /// The most header lines taken.
 pub const MAX_HEADERS: usize = 32;
-/// The largest piece written before the deadline is looked at again.
-const CHUNK: usize = 16 * 1024;
 
 /// A header line before it is filled in.
 const EMPTY: Header<'static> = Header {
@@ -182,13 +180,12 @@ fn answer_one(
     let deadline = Instant::now() + limits.write_timeout;
     let status = answer.status;
     let keep = keep && matches!(status, 200 | 404) && !shared.draining.load(Relaxed);
-    let written = write_before(stream, &head(&answer, keep), deadline).and_then(|()| {
-        if head_only {
-            Ok(())
-        } else {
-            write_before(stream, &answer.body, deadline)
-        }
-    });
+    let head = head(&answer, keep);
+    let parts: &[&[u8]] = match head_only {
+        true => &[&head],
+        false => &[&head, &answer.body],
+    };
+    let written = write_before(stream, parts, deadline);
     // Counted as answered once the client has taken the answer, else by why it did not.
     match written {
         Ok(()) => {
@@ -343,15 +340,39 @@ fn request<'a>(
     Some((request, keep))
 }
 
-/// Writes `bytes` in pieces, each within what is left before `deadline`.
-fn write_before(stream: &mut impl Conn, bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
-    for chunk in bytes.chunks(CHUNK) {
+/// Writes `parts` one after the other, in as few writes as the socket takes them (the head
+/// and the body in one `writev` where its buffer has room: each write wakes the client, and
+/// each wake of a client on this CPU puts this thread back in the run queue), each within
+/// what is left before `deadline`.
+fn write_before(stream: &mut impl Conn, parts: &[&[u8]], deadline: Instant) -> std::io::Result<()> {
+    // The part being written, and how much of it is.
+    let (mut at, mut done) = (0, 0);
+    loop {
+        while at < parts.len() && done == parts[at].len() {
+            (at, done) = (at + 1, 0);
+        }
+        let Some(part) = parts.get(at) else {
+            return stream.flush();
+        };
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(ErrorKind::TimedOut.into());
         }
         stream.tcp().set_write_timeout(Some(left))?;
-        stream.write_all(chunk)?;
+        let next = parts.get(at + 1).copied().unwrap_or_default();
+        let mut written =
+            match stream.write_vectored(&[IoSlice::new(&part[done..]), IoSlice::new(next)]) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(written) => written,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+        while written > 0 && at < parts.len() {
+            let taken = written.min(parts[at].len() - done);
+            (done, written) = (done + taken, written - taken);
+            if done == parts[at].len() {
+                (at, done) = (at + 1, 0);
+            }
+        }
     }
-    stream.flush()
 }

@@ -120,6 +120,10 @@ pub struct Exporter {
     pub cpus: Option<CpuList>,
     /// The socket and die of each CPU counted so far, read once.
     topologies: HashMap<u32, CpuTopology>,
+    /// What the last [`follow`](Exporter::follow) found where it left nothing to try again:
+    /// while the CPUs and cgroups are these, every place is open and the next one has
+    /// nothing to do.
+    settled: Option<(CpuList, Vec<Arc<str>>)>,
 }
 
 /// The CPUs of `online` that `only` lists (`None`: every one), which the exporter counts.
@@ -158,6 +162,7 @@ impl Exporter {
             system: counterhal_system::System::host(),
             cpus: None,
             topologies: HashMap::new(),
+            settled: None,
         }
     }
 
@@ -188,8 +193,20 @@ impl Exporter {
     /// [`follow`](Exporter::follow) with the CPUs online `online`. Where they are not those
     /// the cgroups' counter counts on (a CPU came online or went offline), the counter is
     /// opened again on them and every cgroup followed again, counting from zero (the
-    /// cgroups' series start again, as at a restart; said on standard error).
+    /// cgroups' series start again, as at a restart; said on standard error). Where the CPUs
+    /// and cgroups are those of the last call, which left nothing to try again, nothing is
+    /// done: a scrape of a node whose pods stay put costs no look at the places.
     pub fn follow_on(&mut self, online: &counterhal::CpuList, health: &Health) {
+        let cgroups = self.watch.discover(health);
+        if let Some((cpus, followed)) = &self.settled
+            && cpus == online
+            && *followed == cgroups
+        {
+            return;
+        }
+        self.settled = None;
+        // A place that could not open is tried again at the next call.
+        let mut again = false;
         let online_now: Vec<u32> = online.iter().collect();
         if let Some(counter) = &self.cgroups
             && counter.cpus() != online_now.as_slice()
@@ -205,10 +222,12 @@ impl Exporter {
                         &[("cpus", online)],
                     );
                 }
-                Err(_) => health.open_failed(),
+                Err(_) => {
+                    again = true;
+                    health.open_failed();
+                }
             }
         }
-        let cgroups = self.watch.discover(health);
         let wanted: HashSet<&str> = cgroups.iter().map(|c| &**c).collect();
         let before = self.places.len();
         self.places.retain(|place| match &place.at.cgroup {
@@ -249,7 +268,10 @@ impl Exporter {
                     changed = true;
                 }
                 Err(e) if budget::out_of_descriptors(&e) => unopened += 1,
-                Err(_) => health.open_failed(),
+                Err(_) => {
+                    again = true;
+                    health.open_failed();
+                }
             }
         }
         let present: HashSet<Arc<str>> = self
@@ -270,7 +292,7 @@ impl Exporter {
             }
             match self.follow_cgroup(cgroup, &mut held, health) {
                 Ok(true) => changed = true,
-                Ok(false) => {}
+                Ok(false) => again = true,
                 Err(places) => unopened += places,
             }
         }
@@ -286,6 +308,9 @@ impl Exporter {
         if changed {
             self.places.sort_by(|a, b| a.at.cmp(&b.at));
             self.index_cgroups();
+        }
+        if !again && unopened == 0 {
+            self.settled = Some((online.clone(), cgroups));
         }
     }
 
@@ -607,6 +632,44 @@ mod tests {
             "page faults on CPU 1: {:?}",
             on_1.readings[0]
         );
+    }
+
+    /// A place left out for descriptors is opened at the next follow once there is room,
+    /// though no CPU and no cgroup came or went meanwhile: a follow skips the places only
+    /// where the last one left nothing to try again.
+    ///
+    /// Oracle: the budget's arithmetic (room for no counter, then for one), and the kernel
+    /// opening CPU 0's page-fault counter.
+    #[test]
+    fn a_place_left_out_is_tried_again_though_nothing_changed() {
+        let Ok(backend) = counterhal::open_default() else {
+            skip!(Need::System, "no counter backend here");
+        };
+        let plan = crate::events::plan(
+            &counterhal_system::System::host(),
+            &backend,
+            &["page-faults".to_string()],
+        )
+        .unwrap();
+        let mut budget = Budget::new(65_536, 4);
+        budget.limit = budget.reserved() + budget.baseline;
+        let watch = Watch::new(&[], None, 0).unwrap();
+        let mut exporter = Exporter::new(backend, plan, watch, budget, None);
+        let health = Health::new("linux", &counterhal_system::System::host());
+        let cpu_0: CpuList = "0".parse().unwrap();
+        exporter.follow_on(&cpu_0, &health);
+        assert!(exporter.places.is_empty());
+        assert_eq!(exporter.unopened, 1);
+        exporter.budget.limit += 1;
+        exporter.follow_on(&cpu_0, &health);
+        if health.open_errors() > 0 {
+            skip!(
+                Need::Privilege,
+                "page-faults on CPU 0 does not open here (perf_event_paranoid)"
+            );
+        }
+        assert_eq!(exporter.places.len(), 1);
+        assert_eq!(exporter.unopened, 0);
     }
 
     /// A cgroup removed between the walk that found it and the opening of its counters (a
