@@ -538,6 +538,9 @@ impl Place {
 }
 
 #[cfg(all(test, target_os = "linux"))]
+mod follow_tests;
+
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use std::io::Write;
     use std::process::{Command, Stdio};
@@ -632,44 +635,6 @@ mod tests {
             "page faults on CPU 1: {:?}",
             on_1.readings[0]
         );
-    }
-
-    /// A place left out for descriptors is opened at the next follow once there is room,
-    /// though no CPU and no cgroup came or went meanwhile: a follow skips the places only
-    /// where the last one left nothing to try again.
-    ///
-    /// Oracle: the budget's arithmetic (room for no counter, then for one), and the kernel
-    /// opening CPU 0's page-fault counter.
-    #[test]
-    fn a_place_left_out_is_tried_again_though_nothing_changed() {
-        let Ok(backend) = counterhal::open_default() else {
-            skip!(Need::System, "no counter backend here");
-        };
-        let plan = crate::events::plan(
-            &counterhal_system::System::host(),
-            &backend,
-            &["page-faults".to_string()],
-        )
-        .unwrap();
-        let mut budget = Budget::new(65_536, 4);
-        budget.limit = budget.reserved() + budget.baseline;
-        let watch = Watch::new(&[], None, 0).unwrap();
-        let mut exporter = Exporter::new(backend, plan, watch, budget, None);
-        let health = Health::new("linux", &counterhal_system::System::host());
-        let cpu_0: CpuList = "0".parse().unwrap();
-        exporter.follow_on(&cpu_0, &health);
-        assert!(exporter.places.is_empty());
-        assert_eq!(exporter.unopened, 1);
-        exporter.budget.limit += 1;
-        exporter.follow_on(&cpu_0, &health);
-        if health.open_errors() > 0 {
-            skip!(
-                Need::Privilege,
-                "page-faults on CPU 0 does not open here (perf_event_paranoid)"
-            );
-        }
-        assert_eq!(exporter.places.len(), 1);
-        assert_eq!(exporter.unopened, 0);
     }
 
     /// A cgroup removed between the walk that found it and the opening of its counters (a
