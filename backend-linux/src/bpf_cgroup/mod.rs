@@ -860,7 +860,7 @@ mod tests {
 
     /// `bpftool prog show id ID`'s `recursion_misses` (printed only where nonzero: 0 then), or
     /// `None` where bpftool cannot show the program.
-    fn bpftool_recursion_misses(id: u32) -> Option<u64> {
+    pub(super) fn bpftool_recursion_misses(id: u32) -> Option<u64> {
         let out = std::process::Command::new("bpftool")
             .args(["prog", "show", "id", &id.to_string()])
             .output()

@@ -29,7 +29,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use counterhal_hal::{Error, ErrorKind, EventRequest, Reading, Result};
+use counterhal_hal::{Error, ErrorKind, EventRequest, ProgramSkips, Reading, Result};
 
 use super::bperf_attr::{attr_key, open_on_cpu};
 use super::bperf_programs::{
@@ -68,6 +68,9 @@ pub struct SharedCounter {
     leader: OwnedFd,
     /// The follower's link (and the new-task program's, where processes inherit).
     _links: Vec<OwnedFd>,
+    /// The programs the kernel runs for this counter (the leader, the follower, those that
+    /// follow tasks), each with its name, whose skips it counts (`recursion_misses`).
+    programs: Vec<(&'static str, OwnedFd)>,
     accum: OwnedFd,
     enabled: OwnedFd,
     scope: SharedScope,
@@ -235,10 +238,20 @@ impl SharedCounter {
         )
         .and_then(|program| {
             sys_bpf::attach_raw(program.as_fd(), None)
+                .map(|link| (link, program))
                 .map_err(failed("attaching the follower at the leader's exit"))
         });
+        let held = |program: &OwnedFd| {
+            program
+                .try_clone()
+                .map_err(|e| Error::new(ErrorKind::Other, format!("holding a program: {e}")))
+        };
+        let mut programs = vec![(LEADER, held(&leader.program)?)];
         let (mut links, trigger, follows) = match at_exit {
-            Ok(link) => (vec![link], None, Follows::LeaderExit),
+            Ok((link, program)) => {
+                programs.push(("fexit_XXX", program));
+                (vec![link], None, Follows::LeaderExit)
+            }
             // A kernel without BPF trampolines for programs (EPERM, ENOTSUPP): the
             // follower reads the leader's events itself at each switch.
             Err(why) => {
@@ -266,6 +279,7 @@ impl SharedCounter {
                 for &cpu in cpus {
                     sys_bpf::prog_run_on_cpu(program.as_fd(), cpu).ok();
                 }
+                programs.push(("ch_follower", held(&program)?));
                 (
                     vec![link],
                     Some(program),
@@ -277,37 +291,14 @@ impl SharedCounter {
             scope,
             SharedScope::Threads(_) | SharedScope::Processes { .. }
         ) {
-            let vmlinux = std::fs::read(btf::vmlinux()).map_err(|e| {
-                Error::unsupported(format!(
-                    "following tasks reads the kernel's BTF, {}: {e} (a kernel built \
-                     without CONFIG_DEBUG_INFO_BTF)",
-                    btf::vmlinux().display()
-                ))
-            })?;
-            let offset = |member: &str| {
-                btf::member_offset(&vmlinux, "task_struct", member)
-                    .map_err(|why| Error::unsupported(format!("the kernel's BTF: {why}")))
-            };
-            let insns = exit_program(filter.as_fd(), offset("pid")?);
-            let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "on_exittask")?;
-            links.push(
-                sys_bpf::attach_raw(program.as_fd(), Some(c"sched_process_exit"))
-                    .map_err(failed("attaching a program at sched:sched_process_exit"))?,
-            );
-            if let SharedScope::Processes { inherit: true, .. } = scope {
-                let insns = new_task_program(enabled.as_fd(), filter.as_fd(), offset("tgid")?);
-                let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "on_newtask")?;
-                links.push(
-                    sys_bpf::attach_raw(program.as_fd(), Some(c"task_newtask"))
-                        .map_err(failed("attaching a program at task:task_newtask"))?,
-                );
-            }
+            Self::follow_tasks(&scope, &enabled, &filter, &mut links, &mut programs)?;
         }
         Ok(SharedCounter {
             _link: leader.link,
             leader: trigger.unwrap_or(leader.program),
             follows,
             _links: links,
+            programs,
             accum,
             enabled,
             scope,
@@ -317,6 +308,51 @@ impl SharedCounter {
             diff_map_id: leader.diff_map_id,
             started: leader.started,
         })
+    }
+
+    /// The programs that follow the tasks of `scope` (threads or processes): at a task's exit
+    /// (its place in `filter` let go), and where processes inherit, at a task's start (a
+    /// followed process's new task put in `filter`, counting where `enabled` says); their
+    /// links added to `links`, the programs to `programs`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unsupported`] without the kernel's BTF (`task_struct`'s layout), or where
+    /// the kernel refuses a program or its attachment.
+    fn follow_tasks(
+        scope: &SharedScope,
+        enabled: &OwnedFd,
+        filter: &OwnedFd,
+        links: &mut Vec<OwnedFd>,
+        programs: &mut Vec<(&'static str, OwnedFd)>,
+    ) -> Result<()> {
+        let vmlinux = std::fs::read(btf::vmlinux()).map_err(|e| {
+            Error::unsupported(format!(
+                "following tasks reads the kernel's BTF, {}: {e} (a kernel built \
+                 without CONFIG_DEBUG_INFO_BTF)",
+                btf::vmlinux().display()
+            ))
+        })?;
+        let offset = |member: &str| {
+            btf::member_offset(&vmlinux, "task_struct", member)
+                .map_err(|why| Error::unsupported(format!("the kernel's BTF: {why}")))
+        };
+        let insns = exit_program(filter.as_fd(), offset("pid")?);
+        let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "on_exittask")?;
+        links.push(
+            sys_bpf::attach_raw(program.as_fd(), Some(c"sched_process_exit"))
+                .map_err(failed("attaching a program at sched:sched_process_exit"))?,
+        );
+        programs.push(("on_exittask", program));
+        if let SharedScope::Processes { inherit: true, .. } = scope {
+            let insns = new_task_program(enabled.as_fd(), filter.as_fd(), offset("tgid")?);
+            let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "on_newtask")?;
+            links.push(
+                sys_bpf::attach_raw(program.as_fd(), Some(c"task_newtask"))
+                    .map_err(failed("attaching a program at task:task_newtask"))?,
+            );
+            programs.push(("on_newtask", program));
+        }
+        Ok(())
     }
 
     /// The leader of `key` in the locked attr map `map`: the one whose link lives, or a new
@@ -534,6 +570,27 @@ impl SharedCounter {
         })
     }
 
+    /// Each program the kernel runs for this counter (the leader, the follower, and where it
+    /// follows tasks, those at their start and exit), its name and id, and the times the
+    /// kernel skipped it since it was loaded because a BPF program was already running on that
+    /// CPU (`recursion_misses` of `struct bpf_prog_info`, Linux 5.12, read as the per-cgroup
+    /// counter's [`CgroupCounter::programs_skipped`](counterhal_hal::CgroupCounter) reads it):
+    /// each a switch, start or exit whose counts went to no one or the wrong task. The
+    /// leader's count is every session's that shares it. Empty before Linux 5.12.
+    pub fn programs_skipped(&self) -> Vec<ProgramSkips> {
+        self.programs
+            .iter()
+            .filter_map(|(name, program)| {
+                let info = sys_bpf::prog_info(program.as_fd()).ok()?;
+                Some(ProgramSkips {
+                    name,
+                    id: info.id,
+                    skipped: info.recursion_misses?,
+                })
+            })
+            .collect()
+    }
+
     /// Where the kernel takes no program at the leader's exit (perf's follower, an fexit
     /// program: BPF trampolines for programs), why: this session's follower then reads the
     /// leader's events itself at each switch. `None` where it follows as perf's does.
@@ -727,6 +784,77 @@ mod tests {
         assert_eq!(attr_map_entries(Some(&map)).unwrap().len(), 1);
         assert!(map.exists(), "the attr map stays pinned");
         std::fs::remove_file(&map).unwrap();
+    }
+
+    /// A counter's programs (the leader, its follower, and for processes that inherit, those
+    /// at a task's start and exit) and the times the kernel skipped each are what bpftool
+    /// shows of them: their ids, and `recursion_misses` read as the per-cgroup counter reads
+    /// them (`BPF_OBJ_GET_INFO_BY_FD`), between two reads of ours.
+    ///
+    /// Oracle: Debian's bpftool (7.1), `bpftool prog show id N`, which reads the same `struct
+    /// bpf_prog_info` through libbpf's own layout of it.
+    #[test]
+    fn a_counters_program_skips_are_what_bpftool_reports() {
+        let _alone = super::super::bpf_alone();
+        if std::process::Command::new("bpftool")
+            .arg("version")
+            .output()
+            .is_err()
+        {
+            skip!(Need::Tools, "bpftool is not installed (Debian's bpftool)");
+        }
+        let fs = match Bpffs::mount() {
+            Ok(fs) => fs,
+            Err(why) => skip!(Need::Privilege, "mounting a BPF file system: {why}"),
+        };
+        let map = fs.0.join("perf_attr_map");
+        let request = EventRequest::new("page-faults", Encoding::Perf(PerfAttr::new(1, 2)));
+        let cpus = possible_cpus().unwrap();
+        let scope = SharedScope::Processes {
+            pids: vec![std::process::id()],
+            inherit: true,
+        };
+        let counter = match SharedCounter::open(&request, scope, &cpus, Some(&map)) {
+            Ok(c) => c,
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                skip!(Need::Privilege, "{e}")
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let before = counter.programs_skipped();
+        if before.is_empty() {
+            skip!(
+                Need::System,
+                "a kernel before 5.12 counts no recursion_misses"
+            );
+        }
+        let mut names: Vec<&str> = before.iter().map(|p| p.name).collect();
+        names.sort_unstable();
+        let follower = match counter.follows_at_switches() {
+            Some(_) => "ch_follower",
+            None => "fexit_XXX",
+        };
+        let mut expected = vec![follower, "on_exittask", "on_newtask", "on_switch"];
+        expected.sort_unstable();
+        assert_eq!(names, expected);
+        for program in &before {
+            let shown = super::super::tests::bpftool_recursion_misses(program.id)
+                .unwrap_or_else(|| panic!("bpftool cannot show program {}", program.id));
+            let after = counter
+                .programs_skipped()
+                .into_iter()
+                .find(|p| p.id == program.id)
+                .expect("the same program");
+            assert!(
+                (program.skipped..=after.skipped).contains(&shown),
+                "{}: ours {} then {}, bpftool {shown}",
+                program.name,
+                program.skipped,
+                after.skipped
+            );
+        }
+        drop(counter);
+        std::fs::remove_file(&map).ok();
     }
 
     /// perf's follower logic (the fexit program, which this kernel will not attach) adds the

@@ -3,6 +3,7 @@
 //! `/sys/fs/bpf/perf_attr_map` (or `--bpf-attr-map`), this session's follower adding up the
 //! counts of its command, processes, threads or CPUs (the Linux backend's shared counter).
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -28,6 +29,8 @@ struct Shared {
     inherit: bool,
     cpus: Vec<u32>,
     attr_map: Option<&'static Path>,
+    /// The times the kernel had skipped the counters' programs when they opened.
+    skipped_at_open: u64,
 }
 
 impl Shared {
@@ -50,11 +53,39 @@ impl Shared {
             }
         }
         self.scope = Some(scope);
+        self.skipped_at_open = self.skipped();
         Ok(())
+    }
+
+    /// The times the kernel has skipped the counters' programs since each was loaded
+    /// (`recursion_misses`), each program once (two events' counters may share a leader).
+    fn skipped(&self) -> u64 {
+        let programs: BTreeMap<u32, u64> = self
+            .counters
+            .iter()
+            .flatten()
+            .flatten()
+            .flat_map(SharedCounter::programs_skipped)
+            .map(|p| (p.id, p.skipped))
+            .collect();
+        programs.values().fold(0, |sum, &n| sum.wrapping_add(n))
     }
 }
 
-impl Counting for Shared {
+/// The warning `stat -b` prints where the kernel skipped its programs `skipped` times while
+/// it counted (none where it did not).
+fn skipped_warning(skipped: u64) -> Option<String> {
+    (skipped > 0).then(|| {
+        format!(
+            "counterhal: warning: the kernel skipped -b's BPF programs {skipped} times while \
+             counting (another BPF program was running on that CPU: recursion_misses in \
+             bpftool prog show); the counts miss what ran then"
+        )
+    })
+}
+
+/// Lent to the run, so that the programs' skips are read once it ends.
+impl Counting for &mut Shared {
     fn started(&mut self, pid: u32) -> Result<(), Error> {
         if self.scope.is_none() {
             let inherit = self.inherit;
@@ -185,6 +216,7 @@ pub fn run<B: Backend>(
         inherit: !matches!(targets, Targets::CommandAlone),
         cpus: online.clone(),
         attr_map,
+        skipped_at_open: 0,
     };
     let scope = match targets {
         Targets::Command | Targets::CommandAlone => None,
@@ -216,5 +248,28 @@ pub fn run<B: Backend>(
         Targets::Attach(Attach::Processes(ids) | Attach::Threads(ids)) if plan.timer => ids.clone(),
         _ => Vec::new(),
     };
-    run_and_read(shared, command, &watched, results, plan, on_interval)
+    let run = run_and_read(&mut shared, command, &watched, results, plan, on_interval)?;
+    if let Some(warning) = skipped_warning(shared.skipped().wrapping_sub(shared.skipped_at_open)) {
+        eprintln!("{warning}");
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The warning is printed where the kernel skipped a program, never where it did not.
+    ///
+    /// Oracle: the kernel's `recursion_misses` (include/uapi/linux/bpf.h, `struct
+    /// bpf_prog_info`, Linux 5.12), 0 for a program never skipped.
+    #[test]
+    fn the_warning_says_the_skips_where_there_are_some() {
+        assert_eq!(skipped_warning(0), None);
+        let warning = skipped_warning(3).unwrap();
+        assert!(
+            warning.contains("skipped -b's BPF programs 3 times"),
+            "{warning}"
+        );
+    }
 }
