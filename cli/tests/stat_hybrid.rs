@@ -35,29 +35,36 @@ fn open(type_: u64, config: u64) -> Open {
     (pmu, type_, config)
 }
 
-/// What perf 7.2's `stat -vv ARGS -e EVENTS true` opens for the workload (pid > 0) on the
-/// chip `cpuid`.
-fn perf(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (BTreeSet<Open>, String) {
+/// What perf 7.2's `stat ARGS` prints on its standard error under `tree` for the chip
+/// `cpuid`, run on CPU 0 (where the shim opens every event).
+fn perf_stat(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> String {
     let perf = perf_7_2().unwrap();
     let script = r#"
         mount --bind "$1" /sys/bus/event_source/devices || exit 97
         shift
         LD_PRELOAD="$COUNTERHAL_SHIM" exec "$@""#;
-    let output = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+    let output = Command::new("taskset")
+        .args(["-c", "0", "unshare", "-m", "--propagation", "private"])
+        .args(["sh", "-c", script, "sh"])
         .arg(tree.join("bus/event_source/devices"))
         .arg(perf.get_program())
         .args(perf.get_args())
-        .args(["stat", "-vv"])
+        .arg("stat")
         .args(args)
-        .args(["-e", EVENTS, "true"])
         .env("PERF_CPUID", cpuid)
         .env("LC_ALL", "C")
         .env("COUNTERHAL_SHIM", shim)
         .output()
         .unwrap();
     assert_ne!(output.status.code(), Some(97), "mount --bind failed");
-    let text = String::from_utf8_lossy(&output.stderr).into_owned();
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// What perf 7.2's `stat -vv ARGS -e EVENTS true` opens for the workload (pid > 0) on the
+/// chip `cpuid`.
+fn perf(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (BTreeSet<Open>, String) {
+    let args = [&["-vv"], args, &["-e", EVENTS, "true"]].concat();
+    let text = perf_stat(tree, cpuid, shim, &args);
     let number = |t: &str| match t.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
         None => t.parse().unwrap(),
@@ -216,5 +223,62 @@ fn cputype_and_hybrid_merge_open_what_perf_7_2_opens() {
         "cycles,topdown-fetch-lat",
         "none of them atom",
     );
+    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+}
+
+/// The runtime (`-x,`'s fourth field) of each of `events` in `text`, in order.
+fn runtimes(text: &str, events: &[&str]) -> Vec<u64> {
+    events
+        .iter()
+        .map(|event| {
+            let line = text
+                .lines()
+                .find(|l| l.split(',').nth(2) == Some(*event))
+                .unwrap_or_else(|| panic!("no {event} in {text}"));
+            line.split(',').nth(3).unwrap().parse().unwrap()
+        })
+        .collect()
+}
+
+/// Oracle: perf 7.2.13's `perf stat -x, --hybrid-merge -e
+/// cycles,cpu_core/cycles/,cpu_atom/cycles/` under the Alder Lake tree, run on CPU 0 where
+/// the shim counts every event: the merged `cycles` line's runtime is the sum of its two
+/// PMUs' (tools/perf/util/stat.c, `evsel__merge_aggr_counters`, sums `ena` and `run`), twice
+/// either PMU's own, and counterhal's is too. Before, counterhal printed the longest of
+/// the two, half perf's.
+#[test]
+fn hybrid_merge_sums_the_pmus_running_times_as_perf_7_2_does() {
+    if let Err(why) = perf_7_2() {
+        skip!(Need::Tools, "{why}");
+    }
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    let shim = build_shim("stat-hybrid-times").unwrap();
+    let tree = machines().join("adl");
+    let events = ["cycles", "cpu_core/cycles/", "cpu_atom/cycles/"];
+    let args = ["-x,", "--hybrid-merge", "-e", &events.join(",")];
+    let theirs = perf_stat(&tree, CPUID, &shim, &[&args[..], &["true"]].concat());
+    let output = Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(bin())
+        .arg("stat")
+        .arg("--sysfs")
+        .arg(&tree)
+        .args(["--cpu-model", CPUID])
+        .args(args)
+        .args(["--", "true"])
+        .env_remove("COUNTERHAL_EVENTS")
+        .env("LD_PRELOAD", &shim)
+        .output()
+        .unwrap();
+    let mine = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{mine}");
+    for (who, text) in [("perf", &theirs), ("counterhal", &mine)] {
+        let times = runtimes(text, &events);
+        // The merged counter's own times differ from the single ones' by microseconds.
+        let ratio = times[0] as f64 / (times[1] + times[2]) as f64;
+        assert!((0.9..1.1).contains(&ratio), "{who}: {times:?}\n{text}");
+    }
     std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
 }

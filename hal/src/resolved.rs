@@ -148,11 +148,15 @@ impl ResolvedEvent {
     ///
     /// Each term is scaled on its own first (terms may have been time-shared differently), a
     /// term that never ran adds nothing, and the estimates, each times its factor, are added
-    /// or subtracted (clamped to
-    /// `0..=u64::MAX`). The result carries the longest enabled time and the smallest running
-    /// share of the terms that ran, with its value set so that [`Reading::scaled`] gives the
-    /// combined estimate: when every term ran all the time the value is the exact sum, and
-    /// when none ran at all the result is "not counted" (`time_running` 0).
+    /// or subtracted (clamped to `0..=u64::MAX`). Terms on one PMU (or naming none) were
+    /// counted over the same time: they give the longest enabled time and the smallest
+    /// running share of those that ran. Terms on several PMUs (an event on each core kind
+    /// of a hybrid CPU, an uncore event on each of its boxes) add their PMUs' enabled and
+    /// running times, as `perf stat` merges the same event on several PMUs
+    /// (tools/perf/util/stat.c, `evsel__merge_aggr_counters`). The value is set so that
+    /// [`Reading::scaled`] gives the combined estimate: when every term ran all the time the
+    /// value is the exact sum, and when none ran at all the result is "not counted"
+    /// (`time_running` 0).
     pub fn combine(&self, readings: &[Reading]) -> Reading {
         // One added term (every event that is not derived) is its own reading, exactly.
         if let ([term], [reading]) = (self.terms.as_slice(), readings)
@@ -161,55 +165,49 @@ impl ResolvedEvent {
         {
             return *reading;
         }
+        let terms = &self.terms;
         signed_sum(
-            self.terms
+            terms
                 .iter()
                 .map(|t| (t.sign, t.factor))
                 .zip(readings.iter()),
-            Times::Longest,
+            |a, b| terms.get(a).map(pmu_of) == terms.get(b).map(pmu_of),
         )
     }
 }
 
 /// The sum of readings of the same event in several places (threads, CPUs) as one reading,
 /// each scaled on its own first, as [`ResolvedEvent::combine`] adds terms: the estimate is
-/// the sum of the estimates; `time_enabled` is the sum of the enabled times, as `perf stat`
-/// sums a counter's enabled and running times over CPUs and threads; `time_running` is that
-/// sum times the smallest running share among the readings that ran, so that
-/// [`Reading::scaled`] gives the summed estimate and a share below 1 says that some place was
-/// multiplexed.
+/// the sum of the estimates, and the enabled and running times are the sums of theirs, as
+/// `perf stat` sums a counter's `ena` and `run` over CPUs and threads (tools/perf/util/stat.c,
+/// `process_counter_values`), with the value set so that [`Reading::scaled`] gives the summed
+/// estimate.
 pub fn sum_readings(readings: &[Reading]) -> Reading {
     match readings {
         [one] => *one,
-        _ => signed_sum(readings.iter().map(|r| ((Sign::Plus, 1), r)), Times::Summed),
+        _ => signed_sum(readings.iter().map(|r| ((Sign::Plus, 1), r)), |_, _| false),
     }
 }
 
-/// How the enabled times of readings added together combine.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Times {
-    /// Terms of one event counted over the same time: the longest.
-    Longest,
-    /// One event counted in several places: the sum.
-    Summed,
+/// The PMU a term counts on, where its encoding names one (`cpu_core`, `uncore_imc_0`).
+fn pmu_of(term: &Term) -> Option<&str> {
+    match &term.request.encoding {
+        Encoding::Perf(attr) => attr.pmu.as_deref(),
+        _ => None,
+    }
 }
 
 /// Adds and subtracts the readings' estimates, each times its factor (clamped to
-/// `0..=u64::MAX`), into one reading that carries the enabled times as `times` says and the
-/// smallest running share of those that ran.
+/// `0..=u64::MAX`), into one reading with the times of the places they were counted in.
+/// Readings in one place (`same_place` of their indices) ran over the same time: the place
+/// has their longest enabled time and their smallest running share. Places add up, enabled
+/// and running times alike, as perf adds an event's over CPUs and over the PMUs it merges.
 fn signed_sum<'r>(
-    readings: impl Iterator<Item = ((Sign, u32), &'r Reading)>,
-    times: Times,
+    readings: impl Iterator<Item = ((Sign, u32), &'r Reading)> + Clone,
+    same_place: impl Fn(usize, usize) -> bool,
 ) -> Reading {
     let mut estimate: i128 = 0;
-    let mut time_enabled: u64 = 0;
-    // The smallest running share among the readings that ran, as running / enabled.
-    let mut share: Option<(u64, u64)> = None;
-    for ((sign, factor), reading) in readings {
-        time_enabled = match times {
-            Times::Longest => time_enabled.max(reading.time_enabled),
-            Times::Summed => time_enabled.saturating_add(reading.time_enabled),
-        };
+    for ((sign, factor), reading) in readings.clone() {
         let Some(scaled) = reading.scaled() else {
             continue;
         };
@@ -217,6 +215,72 @@ fn signed_sum<'r>(
         match sign {
             Sign::Plus => estimate += weighted,
             Sign::Minus => estimate -= weighted,
+        }
+    }
+    let (mut time_enabled, mut time_running, mut ran) = (0u64, 0u64, false);
+    for (first, _) in readings.clone().enumerate() {
+        if (0..first).any(|earlier| same_place(earlier, first)) {
+            continue;
+        }
+        let (enabled, share) = place_times(
+            readings
+                .clone()
+                .enumerate()
+                .skip(first)
+                .filter(|(i, _)| *i == first || same_place(first, *i))
+                .map(|(_, (_, reading))| reading),
+        );
+        time_enabled = time_enabled.saturating_add(enabled);
+        let Some((running, of)) = share else {
+            continue;
+        };
+        ran = true;
+        let place_running = match running >= of {
+            true => enabled,
+            // Ran `running / of` of the place's enabled time.
+            false => u64::try_from(u128::from(enabled) * u128::from(running) / u128::from(of))
+                .unwrap_or(u64::MAX)
+                .max(1),
+        };
+        time_running = time_running.saturating_add(place_running);
+    }
+    // Clamped to what a reading can hold, which also keeps the products below in u128.
+    let estimate = u128::try_from(estimate.clamp(0, i128::from(u64::MAX))).unwrap_or(0);
+    if !ran {
+        return Reading {
+            value: 0,
+            time_enabled,
+            time_running: 0,
+        };
+    }
+    if time_running >= time_enabled {
+        return Reading {
+            value: u64::try_from(estimate).unwrap_or(u64::MAX),
+            time_enabled,
+            time_running: time_enabled,
+        };
+    }
+    // Report the value the running share would have counted, so that scaling it back gives
+    // the estimate; rounded to the nearest, so that a single term comes back as it was
+    // counted.
+    let enabled = u128::from(time_enabled.max(1));
+    let value = (estimate * u128::from(time_running) + enabled / 2) / enabled;
+    Reading {
+        value: u64::try_from(value).unwrap_or(u64::MAX),
+        time_enabled,
+        time_running,
+    }
+}
+
+/// One place's times from its readings: the longest enabled time, and the smallest running
+/// share (running, enabled) among those that ran (`None` where none did).
+fn place_times<'r>(readings: impl Iterator<Item = &'r Reading>) -> (u64, Option<(u64, u64)>) {
+    let mut time_enabled = 0;
+    let mut share: Option<(u64, u64)> = None;
+    for reading in readings {
+        time_enabled = time_enabled.max(reading.time_enabled);
+        if reading.scaled().is_none() {
+            continue;
         }
         let this = (
             reading.time_running.min(reading.time_enabled),
@@ -232,37 +296,7 @@ fn signed_sum<'r>(
             _ => this,
         });
     }
-    // Clamped to what a reading can hold, which also keeps the products below in u128.
-    let estimate = u128::try_from(estimate.clamp(0, i128::from(u64::MAX))).unwrap_or(0);
-    let Some((running, enabled)) = share else {
-        return Reading {
-            value: 0,
-            time_enabled,
-            time_running: 0,
-        };
-    };
-    if running >= enabled {
-        let value = u64::try_from(estimate).unwrap_or(u64::MAX);
-        return Reading {
-            value,
-            time_enabled,
-            time_running: time_enabled,
-        };
-    }
-    // Ran `running / enabled` of the time: report the value that share would have counted,
-    // so that scaling it back gives the estimate.
-    let time_running =
-        u64::try_from(u128::from(time_enabled) * u128::from(running) / u128::from(enabled.max(1)))
-            .unwrap_or(u64::MAX)
-            .max(1);
-    // Rounded to the nearest, so that a single term comes back as it was counted.
-    let enabled = u128::from(time_enabled.max(1));
-    let value = (estimate * u128::from(time_running) + enabled / 2) / enabled;
-    Reading {
-        value: u64::try_from(value).unwrap_or(u64::MAX),
-        time_enabled,
-        time_running,
-    }
+    (time_enabled, share)
 }
 
 /// The form of an event this process can count here ([`countable_form`]).
@@ -622,17 +656,89 @@ mod tests {
         }
     }
 
-    /// A counter summed over places carries the sum of their enabled times, as perf sums a
-    /// counter's `ena` and `run` over CPUs and threads (oracle: tools/perf/util/stat.c,
-    /// `process_counter_values` of Linux 6.12), and scales to the sum of the estimates.
+    /// The same term on `pmu`.
+    fn on(pmu: &str, name: &str) -> Term {
+        let mut attr = PerfAttr::new(0, 0);
+        attr.pmu = Some(pmu.into());
+        Term {
+            request: EventRequest::new(name, Encoding::Perf(attr)),
+            ..term(Sign::Plus, name)
+        }
+    }
+
+    /// A counter summed over places carries the sums of their enabled and running times, as
+    /// perf sums a counter's `ena` and `run` over CPUs and threads (oracle: perf 7.2's
+    /// tools/perf/util/stat.c, `process_counter_values`), and scales to the sum of the
+    /// estimates.
     #[test]
-    fn a_sum_over_places_carries_the_summed_enabled_time() {
+    fn a_sum_over_places_carries_the_summed_times() {
         let sum = sum_readings(&[Reading::new(100, 10, 10), Reading::new(50, 20, 10)]);
-        assert_eq!(sum.time_enabled, 30);
+        assert_eq!((sum.time_enabled, sum.time_running), (30, 20));
         assert_eq!(sum.scaled(), Some(200));
-        assert_eq!(sum.time_running, 15);
         let whole = sum_readings(&[Reading::new(7, 4, 4), Reading::new(5, 6, 6)]);
         assert_eq!(whole, Reading::new(12, 10, 10));
+    }
+
+    /// The same event on several PMUs (the core kinds of a hybrid CPU, an uncore PMU's
+    /// boxes) adds the PMUs' enabled and running times, as perf 7.2 merges them
+    /// (tools/perf/util/stat.c, `evsel__merge_aggr_counters`: `val`, `ena` and `run` each
+    /// summed; `--hybrid-merge` on core PMUs, always on the others), while terms on one PMU
+    /// keep the longest enabled time and the smallest running share.
+    #[test]
+    fn an_event_merged_over_pmus_sums_their_times_as_perf_does() {
+        let hybrid = ResolvedEvent::new(
+            "cycles",
+            vec![
+                on("cpu_core", "cpu_core/cycles/"),
+                on("cpu_atom", "cpu_atom/cycles/"),
+            ],
+            None,
+        );
+        let both = [Reading::new(600, 1_000, 1_000), Reading::new(400, 800, 800)];
+        assert_eq!(hybrid.combine(&both), Reading::new(1_000, 1_800, 1_800));
+        // A PMU the task never ran on: enabled, never running (perf prints 50.00%).
+        let one = [Reading::new(600, 1_000, 1_000), Reading::new(0, 1_000, 0)];
+        let merged = hybrid.combine(&one);
+        assert_eq!((merged.time_enabled, merged.time_running), (2_000, 1_000));
+        assert_eq!(merged.scaled(), Some(600));
+        let boxes = ResolvedEvent::new(
+            "uncore_imc/cas_count_read/",
+            (0..4)
+                .map(|n| on(&format!("uncore_imc_{n}"), "cas_count_read"))
+                .collect(),
+            None,
+        );
+        let readings = [Reading::new(10, 100, 50); 4];
+        let merged = boxes.combine(&readings);
+        assert_eq!((merged.time_enabled, merged.time_running), (400, 200));
+        assert_eq!(merged.scaled(), Some(80));
+        // A derivation on each PMU: its terms share their PMU's time, the PMUs add up.
+        let derived = ResolvedEvent::new(
+            "a-b",
+            vec![
+                on("cpu_core", "a"),
+                Term {
+                    sign: Sign::Minus,
+                    ..on("cpu_core", "b")
+                },
+                on("cpu_atom", "a"),
+                Term {
+                    sign: Sign::Minus,
+                    ..on("cpu_atom", "b")
+                },
+            ],
+            None,
+        );
+        let readings = [
+            Reading::new(100, 10, 10),
+            Reading::new(40, 10, 10),
+            Reading::new(30, 6, 6),
+            Reading::new(10, 6, 3),
+        ];
+        let merged = derived.combine(&readings);
+        // 100 - 40 on the core, 30 - 2 x 10 on the atom (b ran half its time there).
+        assert_eq!((merged.time_enabled, merged.time_running), (16, 13));
+        assert_eq!(merged.scaled(), Some(70));
     }
 
     #[test]
