@@ -217,7 +217,18 @@ pub fn merge(ours: &mut GenMetrics, perf: &PerfTable, version: &str) {
             }
             continue;
         }
-        match by_formula(&metric.name, values, &candidates) {
+        // A top-down node of perf's (its group `TopdownLN`, which `--topdown` prints) whose
+        // perfmon metric is not in that group is added too, so that the group holds it.
+        let outside_its_level = |our: &String| {
+            let level = metric.groups.iter().find(|g| g.starts_with("TopdownL"));
+            let groups = ours
+                .metrics
+                .iter()
+                .find(|m| m.name == *our)
+                .map(|m| &m.groups);
+            level.is_some_and(|level| groups.is_none_or(|groups| !groups.contains(level)))
+        };
+        match by_formula(&metric.name, values, &candidates).filter(|our| !outside_its_level(our)) {
             Some(our) => {
                 let scale = ours
                     .metrics

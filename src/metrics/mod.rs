@@ -454,6 +454,8 @@ fn is_constant(name: &str) -> bool {
 fn is_retire_latency(name: &str) -> bool {
     name.rsplit_once(':')
         .is_some_and(|(_, m)| m.eq_ignore_ascii_case("retire_latency") || m == "R")
+        // perf's `PMU@EVENT@R` (`cpu_core/EVENT/R`).
+        || name.strip_suffix("@R").is_some_and(|event| event.contains('@'))
 }
 
 /// Fails if `metric` (or a metric it reads) cannot be evaluated on `system`: a formula that
@@ -1071,6 +1073,16 @@ mod tests {
             !events.iter().any(|e| e.contains("retire_latency")),
             "{events:?}"
         );
+        // perf 7.2's spelling (Meteor Lake's JSON: no RetirementLatencyMean, so 0).
+        let mtl = of_model("mtl_rwc").unwrap();
+        let with_r = mtl
+            .iter()
+            .find(|m| m.name == "tma_cond_nt_mispredicts")
+            .unwrap();
+        assert!(with_r.expression().contains("COND_NTAKEN_COST@R"));
+        let events = events_needed(&System::host(), &[with_r]);
+        assert!(!events.iter().any(|e| e.ends_with("/R")), "{events:?}");
+        assert!(events.iter().any(|e| e.contains("COND_NTAKEN_COST")));
         assert_eq!(perfmon_spelling("INST_RETIRED.ANY"), "INST_RETIRED.ANY");
         let spr = of_model("spr").unwrap();
         let backend = spr.iter().find(|m| m.name == "Backend_Bound").unwrap();

@@ -245,4 +245,29 @@ mod tests {
         alone.sort_unstable();
         assert_eq!(alone, perfs);
     }
+
+    /// Oracle: perf 7.2.13, `PERF_CPUID=GenuineIntel-6-97-2 perf stat --cputype core
+    /// --topdown --td-level 3 -a true` under the Alder Lake tree: these 28 columns. Before,
+    /// the Core cores' table lacked tma_few_uops_instructions, tma_l1_bound and
+    /// tma_other_light_ops (perf's names were aliases of perfmon's metrics, in no
+    /// `TopdownL3` group).
+    #[test]
+    fn alder_lakes_level_3_is_perf_7_2_s() {
+        let table = |model, pmu| Table {
+            model: Some(model),
+            pmu: Some(pmu),
+            counted: pmu == "cpu_core",
+        };
+        let tables = [table("adl_glc", "cpu_core"), table("adl_grt", "cpu_atom")];
+        let each = each_core(&System::host(), &tables, 3).unwrap();
+        let mut core = each[0].1.clone();
+        core.sort_unstable();
+        let perfs = "tma_branch_resteers tma_divider tma_dram_bound tma_dsb tma_dsb_switches \
+            tma_few_uops_instructions tma_fp_arith tma_fused_instructions tma_icache_misses \
+            tma_int_operations tma_itlb_misses tma_l1_bound tma_l2_bound tma_l3_bound tma_lcp \
+            tma_lsd tma_memory_operations tma_microcode_sequencer tma_mite tma_ms \
+            tma_ms_switches tma_non_fused_branches tma_other_light_ops tma_other_mispredicts \
+            tma_other_nukes tma_ports_utilization tma_serializing_operation tma_store_bound";
+        assert_eq!(core, perfs.split_whitespace().collect::<Vec<_>>());
+    }
 }
