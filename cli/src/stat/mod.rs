@@ -443,6 +443,17 @@ fn plan_counting<B: Backend>(
         cputype::named_pmu(devices.as_deref(), cputype).map_err(|e| CliError::usage(e, USAGE))?;
         cputype::keep(&mut events, cputype).map_err(|e| CliError::usage(e, USAGE))?;
     }
+    // perf 7.2 stops where no event can count (`__run_perf_stat`, tools/perf/builtin-stat.c).
+    if let [results::Planned::Unsupported { name, error }, ..] = events.as_slice()
+        && events
+            .iter()
+            .all(|e| matches!(e, results::Planned::Unsupported { .. }))
+    {
+        let why = error
+            .clone()
+            .context(format_args!("No supported events found: {name}"));
+        return Err(CliError::failed(why));
+    }
     measurement::rename(&mut events, &shown_as);
     filters::apply(&mut events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     filters::check(backend, &events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
