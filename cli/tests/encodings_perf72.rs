@@ -38,14 +38,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use counterhal_conformance::fixtures::perf_tree::{build_shim, perf_7_2, runs};
+use counterhal_conformance::fixtures::perf_tree::{build_shim, runs};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use serde_json::Value;
 
-use crate::common::{counterhal, stderr};
+use crate::common::{counterhal, output_under, perf_7_2, perf_7_2_under, stderr};
 use crate::sysfs_root::machines;
 
 /// The data file: the mapfile's rows, and the differences, each with its verdict.
@@ -214,38 +213,11 @@ fn write_tree(row: &Row, root: &Path) -> PathBuf {
     devices
 }
 
-/// `command args...` under `devices` in a private mount namespace, with `PERF_CPUID` and, where
-/// given, the shim preloaded into perf: standard output and error.
-fn in_namespace(
-    devices: &Path,
-    command: &[PathBuf],
-    args: &[&str],
-    cpuid: &str,
-    shim: Option<&Path>,
-) -> String {
-    let script = r#"
-        mount --bind "$1" /sys/bus/event_source/devices || exit 97
-        shift
-        if [ -n "$COUNTERHAL_SHIM" ]; then export LD_PRELOAD="$COUNTERHAL_SHIM"; fi
-        exec "$@""#;
-    let output = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
-        .arg(devices)
-        .args(command)
-        .args(args)
-        .env("PERF_CPUID", cpuid)
-        .env("LC_ALL", "C")
-        .env(
-            "COUNTERHAL_SHIM",
-            shim.map(Path::as_os_str).unwrap_or_default(),
-        )
-        .output()
-        .unwrap_or_else(|e| panic!("unshare: {e}"));
-    assert!(
-        output.status.code() != Some(97),
-        "mount --bind failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+/// perf 7.2's `args` under `devices` ([`perf_7_2_under`]) with `PERF_CPUID` `cpuid` and,
+/// where given, the shim: standard output and error.
+fn in_namespace(devices: &Path, args: &[&str], cpuid: &str, shim: Option<&Path>) -> String {
+    let mut perf = perf_7_2_under(devices, cpuid, shim).unwrap();
+    let output = output_under(perf.args(args));
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
     text
@@ -339,13 +311,13 @@ type Listed = (
     BTreeMap<String, BTreeSet<String>>,
 );
 
-fn perf_lists(perf: &[PathBuf], devices: &Path, row: &Row) -> Listed {
+fn perf_lists(devices: &Path, row: &Row) -> Listed {
     let formats = if row.tree == "amd" {
         AMD_FORMATS
     } else {
         INTEL_FORMATS
     };
-    let text = in_namespace(devices, perf, &["list", "-j"], &row.cpuid, None);
+    let text = in_namespace(devices, &["list", "-j"], &row.cpuid, None);
     let start = text
         .find('[')
         .unwrap_or_else(|| panic!("{}: {text}", row.dir));
@@ -442,7 +414,6 @@ fn ours(
 /// What `perf stat -vv -e NAME true` opens under the tree, by name: each attr of an open
 /// whose pid is the workload's (perf's own probes open with pid 0), its PMU by type.
 fn perf_stat_opens(
-    perf: &[PathBuf],
     devices: &Path,
     row: &Row,
     shim: &Path,
@@ -463,7 +434,6 @@ fn perf_stat_opens(
     for name in names {
         let text = in_namespace(
             devices,
-            perf,
             &["stat", "-vv", "-e", name, "true"],
             &row.cpuid,
             Some(shim),
@@ -511,10 +481,9 @@ fn perf_stat_opens(
 /// 0xc0.
 #[test]
 fn every_core_event_perf_7_2_lists_encodes_as_perf_opens_it() {
-    let perf = match perf_7_2() {
-        Ok(perf) => perf,
-        Err(why) => skip!(Need::Tools, "{why}"),
-    };
+    if let Err(why) = perf_7_2() {
+        skip!(Need::Tools, "{why}");
+    }
     if let Some((need, why)) = unready() {
         skip!(need, "{why}");
     }
@@ -538,7 +507,7 @@ fn every_core_event_perf_7_2_lists_encodes_as_perf_opens_it() {
     for row in &data.model {
         let root = scratch.join(&row.dir);
         let devices = write_tree(row, &root);
-        let (listed, generic) = perf_lists(&perf, &devices, row);
+        let (listed, generic) = perf_lists(&devices, row);
         assert!(
             listed.len() > 50,
             "{}: perf 7.2 lists {} core events",
@@ -576,7 +545,7 @@ fn every_core_event_perf_7_2_lists_encodes_as_perf_opens_it() {
             // perf list leaves deprecated events out, which perf stat still opens on every
             // PMU whose table has them: what perf stat opens is the oracle.
             if let Ok(mine) = &mine
-                && perf_stat_opens(&perf, &devices, row, &shim, &[name])[name.as_str()] == *mine
+                && perf_stat_opens(&devices, row, &shim, &[name])[name.as_str()] == *mine
             {
                 equal += 1;
                 continue;
@@ -614,7 +583,7 @@ fn every_core_event_perf_7_2_lists_encodes_as_perf_opens_it() {
         }
         // perf's value of each difference ours encodes is what perf opens.
         let checked: Vec<&str> = to_check.iter().map(|(n, _)| *n).collect();
-        let opened = perf_stat_opens(&perf, &devices, row, &shim, &checked);
+        let opened = perf_stat_opens(&devices, row, &shim, &checked);
         for (name, theirs) in &to_check {
             if opened[*name] != **theirs {
                 faults.push(format!(
@@ -628,7 +597,7 @@ fn every_core_event_perf_7_2_lists_encodes_as_perf_opens_it() {
         // The generic events perf opens through the core PMUs' aliases: perf stat opens each
         // alias's code on its PMU; ours, the generic event on the same PMUs.
         let generic_names: Vec<&str> = generic.keys().map(String::as_str).collect();
-        let generic_opened = perf_stat_opens(&perf, &devices, row, &shim, &generic_names);
+        let generic_opened = perf_stat_opens(&devices, row, &shim, &generic_names);
         for (name, pmus) in &generic {
             let formats = if row.tree == "amd" {
                 AMD_FORMATS

@@ -13,7 +13,7 @@ use counterhal_conformance::fixtures::perf_tree::{build_shim, unready};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-use crate::common::{bin, perf_7_2};
+use crate::common::{bin, on_cpu_0, output_under, perf_7_2, perf_7_2_under};
 use crate::stat_topdown::hybrid_tree;
 use crate::sysfs_root::machines;
 
@@ -38,25 +38,9 @@ fn open(type_: u64, config: u64) -> Open {
 /// What perf 7.2's `stat ARGS` prints on its standard error under `tree` for the chip
 /// `cpuid`, run on CPU 0 (where the shim opens every event).
 fn perf_stat(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> String {
-    let perf = perf_7_2().unwrap();
-    let script = r#"
-        mount --bind "$1" /sys/bus/event_source/devices || exit 97
-        shift
-        LD_PRELOAD="$COUNTERHAL_SHIM" exec "$@""#;
-    let output = Command::new("taskset")
-        .args(["-c", "0", "unshare", "-m", "--propagation", "private"])
-        .args(["sh", "-c", script, "sh"])
-        .arg(tree.join("bus/event_source/devices"))
-        .arg(perf.get_program())
-        .args(perf.get_args())
-        .arg("stat")
-        .args(args)
-        .env("PERF_CPUID", cpuid)
-        .env("LC_ALL", "C")
-        .env("COUNTERHAL_SHIM", shim)
-        .output()
-        .unwrap();
-    assert_ne!(output.status.code(), Some(97), "mount --bind failed");
+    let devices = tree.join("bus/event_source/devices");
+    let perf = perf_7_2_under(&devices, cpuid, Some(shim)).unwrap();
+    let output = output_under(on_cpu_0(&perf).arg("stat").args(args));
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 

@@ -14,7 +14,7 @@ use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use serde_json::Value;
 
-use crate::common::{bin, perf_7_2};
+use crate::common::{bin, output_under, perf_7_2, perf_7_2_under};
 use crate::sysfs_root::machines;
 
 /// One open: the attr's type and config.
@@ -23,25 +23,9 @@ type Open = (u64, u64);
 /// perf 7.2's `stat ARGS -a true` under `tree`'s PMUs for `cpuid`, with the shim: its exit
 /// status, standard output and standard error.
 fn perf(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (bool, String, String) {
-    let perf = perf_7_2().unwrap();
-    let script = r#"
-        mount --bind "$1" /sys/bus/event_source/devices || exit 97
-        shift
-        LD_PRELOAD="$COUNTERHAL_SHIM" exec "$@""#;
-    let output = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
-        .arg(tree.join("bus/event_source/devices"))
-        .arg(perf.get_program())
-        .args(perf.get_args())
-        .arg("stat")
-        .args(args)
-        .args(["-a", "true"])
-        .env("PERF_CPUID", cpuid)
-        .env("LC_ALL", "C")
-        .env("COUNTERHAL_SHIM", shim)
-        .output()
-        .unwrap();
-    assert_ne!(output.status.code(), Some(97), "mount --bind failed");
+    let devices = tree.join("bus/event_source/devices");
+    let mut perf = perf_7_2_under(&devices, cpuid, Some(shim)).unwrap();
+    let output = output_under(perf.arg("stat").args(args).args(["-a", "true"]));
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (
         output.status.success(),

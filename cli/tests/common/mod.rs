@@ -362,6 +362,71 @@ pub fn perf_7_2() -> Result<Command, String> {
     }
 }
 
+/// The exit status of a command of [`perf_7_2_under`] where the tree could not be mounted.
+pub const UNMOUNTED: i32 = 97;
+
+/// perf 7.2 ([`perf_7_2`]) seeing the PMU directory `devices` (a tree's
+/// `bus/event_source/devices`) at /sys/bus/event_source/devices, in a private mount namespace
+/// (root), with `PERF_CPUID` `cpuid`, `LC_ALL=C` and, where given, `shim` preloaded into perf:
+/// a `Command` to give perf's arguments, which exits [`UNMOUNTED`] where the tree could not be
+/// mounted ([`output_under`] says so), or why there is no perf 7.2.
+pub fn perf_7_2_under(
+    devices: &std::path::Path,
+    cpuid: &str,
+    shim: Option<&std::path::Path>,
+) -> Result<Command, String> {
+    let perf = perf_7_2()?;
+    let script = r#"
+        mount --bind "$1" /sys/bus/event_source/devices || exit 97
+        shift
+        if [ -n "$COUNTERHAL_SHIM" ]; then export LD_PRELOAD="$COUNTERHAL_SHIM"; fi
+        exec "$@""#;
+    let mut command = Command::new("unshare");
+    command
+        .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+        .arg(devices)
+        .arg(perf.get_program())
+        .args(perf.get_args())
+        .env("PERF_CPUID", cpuid)
+        .env("LC_ALL", "C")
+        .env(
+            "COUNTERHAL_SHIM",
+            shim.map(std::path::Path::as_os_str).unwrap_or_default(),
+        );
+    Ok(command)
+}
+
+/// `command` (of [`perf_7_2_under`]) run to its end: its output; a tree that did not mount
+/// fails the test.
+pub fn output_under(command: &mut Command) -> Output {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{:?}: {e}", command.get_program()));
+    assert_ne!(
+        output.status.code(),
+        Some(UNMOUNTED),
+        "mount --bind failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// `command` run on CPU 0 alone (`taskset -c 0` before it), its environment kept.
+pub fn on_cpu_0(command: &Command) -> Command {
+    let mut pinned = Command::new("taskset");
+    pinned
+        .args(["-c", "0"])
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => pinned.env(key, value),
+            None => pinned.env_remove(key),
+        };
+    }
+    pinned
+}
+
 /// The installed perf when it is perf 6.1 (Debian 12's linux-perf): `perf`, or why not.
 pub fn perf_6_1() -> Result<Command, String> {
     let out = Command::new("perf").arg("--version").output();
