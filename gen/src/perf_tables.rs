@@ -4,11 +4,13 @@
 //! A model with a table of Intel perfmon's ([`crate::metrics::PERFMON_FILES`]) keeps perfmon's
 //! metrics and gets perf's that compute what none of perfmon's does, as printed
 //! ([`crate::formula`]: the same values where every event has a value of its own, rule 2 of
-//! `metric-names`); perf's other names compute what one of perfmon's does and become
-//! its aliases (`counterhal-gen metric-names`), and a metric added that reads one of them
-//! reads perfmon's metric instead, times the factor between their values (perf's top-down
-//! nodes are fractions, perfmon's percentages: `tma_backend_bound` is `(Backend_Bound *
-//! 0.01)`), so that a name stays one metric and runs as perfmon's does. Every other
+//! `metric-names`), and its top-down nodes (group `TopdownLN`, what `--topdown` prints)
+//! whose perfmon metric is not in that group; perf's other names compute what one of
+//! perfmon's does and become its aliases (`counterhal-gen metric-names`), and a metric added
+//! that reads one of them reads perfmon's metric instead, times the factor between their
+//! values (perf's top-down nodes are fractions, perfmon's percentages: `tma_backend_bound`
+//! is `(Backend_Bound * 0.01)`), so that a name stays one metric and runs as perfmon's
+//! does. Every other
 //! model of [`MODELS`] gets perf's whole table; the AMD ones with the raw event of each core
 //! event their formulas read by perf's name.
 
