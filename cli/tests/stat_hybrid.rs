@@ -243,9 +243,8 @@ fn hybrid_merge_sums_the_pmus_running_times_as_perf_7_2_does() {
     let events = ["cycles", "cpu_core/cycles/", "cpu_atom/cycles/"];
     let args = ["-x,", "--hybrid-merge", "-e", &events.join(",")];
     let theirs = perf_stat(&tree, CPUID, &shim, &[&args[..], &["true"]].concat());
-    let output = Command::new("taskset")
-        .args(["-c", "0"])
-        .arg(bin())
+    let counterhal = Command::new(bin());
+    let output = on_cpu_0(&counterhal)
         .arg("stat")
         .arg("--sysfs")
         .arg(&tree)

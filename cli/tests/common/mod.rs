@@ -411,11 +411,11 @@ pub fn output_under(command: &mut Command) -> Output {
     output
 }
 
-/// `command` run on CPU 0 alone (`taskset -c 0` before it), its environment kept.
+/// `command` run on CPU 0 alone ([`ON_CPU_0`] before it), its environment kept.
 pub fn on_cpu_0(command: &Command) -> Command {
-    let mut pinned = Command::new("taskset");
+    let mut pinned = Command::new(ON_CPU_0[0]);
     pinned
-        .args(["-c", "0"])
+        .args(&ON_CPU_0[1..])
         .arg(command.get_program())
         .args(command.get_args());
     for (key, value) in command.get_envs() {
