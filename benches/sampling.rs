@@ -13,38 +13,13 @@ mod bench {
 
     use counterhal::prelude::*;
     use counterhal::{Record, SampleFields, SampleOptions, Sampler};
+    use counterhal_conformance::workload::touch_fresh_pages;
     use perf_event::events::Software;
     use perf_event::{Builder, SampleFlag};
 
     const PAGES: usize = 2_048;
     const ROUNDS: usize = 41;
     const PAGE: usize = 4096;
-
-    /// Touches `PAGES` fresh pages (one fault each), in a mapping made and dropped here.
-    fn fault_pages() {
-        let len = PAGES * PAGE;
-        // SAFETY: a new private anonymous mapping; no existing memory is touched.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(base, libc::MAP_FAILED);
-        // SAFETY: advice on the mapping just made: one fault a page, no huge page.
-        unsafe { libc::madvise(base, len, libc::MADV_NOHUGEPAGE) };
-        let base = base.cast::<u8>();
-        for k in 0..PAGES {
-            // SAFETY: inside the mapping.
-            unsafe { base.wrapping_add(k * PAGE).write_volatile(1) };
-        }
-        // SAFETY: the mapping made above.
-        unsafe { libc::munmap(base.cast(), len) };
-    }
 
     fn median(values: &mut [f64]) -> f64 {
         values.sort_by(f64::total_cmp);
@@ -79,7 +54,7 @@ mod bench {
         let (mut our_records, mut their_records) = (0u64, 0u64);
         for _ in 0..ROUNDS {
             ours.enable().unwrap();
-            fault_pages();
+            touch_fresh_pages(PAGES);
             ours.disable().unwrap();
             let mut sum = 0u64;
             let start = Instant::now();
@@ -96,7 +71,7 @@ mod bench {
             our_ns.push(took.as_nanos() as f64 / walked.samples.max(1) as f64);
 
             theirs.enable().unwrap();
-            fault_pages();
+            touch_fresh_pages(PAGES);
             theirs.disable().unwrap();
             let mut sum = 0u64;
             let mut records = 0u64;

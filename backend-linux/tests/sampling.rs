@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
+use counterhal_conformance::workload::FreshPages;
 use counterhal_hal::{
     Backend, BackendTarget, EventRequest, Record, SampleFields, SampleOptions, Sampler,
 };
@@ -109,66 +110,13 @@ fn each_getpid_call_is_one_sample_with_the_caller_s_ids_and_code() {
     assert_eq!(again.samples, 0);
 }
 
-/// `pages` fresh anonymous pages, mapped here and never touched, unmapped on drop.
-struct Fresh {
-    base: *mut u8,
-    len: usize,
-}
-
-impl Fresh {
-    fn new(pages: usize) -> Fresh {
-        let len = pages * PAGE;
-        // SAFETY: a new private anonymous mapping; no existing memory is touched.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(base, libc::MAP_FAILED, "mmap of {len} bytes");
-        // One fault a page: no transparent huge page (a 2 MiB fault for 512 pages where the
-        // kernel's policy is `always`, as Debian's arm64 kernel in the lab has it).
-        // SAFETY: advice on the mapping just made.
-        unsafe { libc::madvise(base, len, libc::MADV_NOHUGEPAGE) };
-        Fresh {
-            base: base.cast(),
-            len,
-        }
-    }
-
-    /// Writes the first byte of page `k`: its first touch faults once.
-    fn touch(&self, k: usize) {
-        assert!(k * PAGE < self.len);
-        // SAFETY: the byte lies inside the live mapping.
-        unsafe { self.base.wrapping_add(k * PAGE).write_volatile(1) };
-    }
-
-    fn range(&self) -> std::ops::Range<u64> {
-        self.base as u64..self.base as u64 + self.len as u64
-    }
-}
-
-impl Drop for Fresh {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, not borrowed beyond `self`.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
-}
-
-/// The page size the tests touch by (the kernel's on x86-64 and Debian's arm64).
-const PAGE: usize = 4096;
-
 #[test]
 fn each_fresh_page_touched_is_one_fault_sample_at_its_address() {
     let linux = backend();
     let fields = SampleFields::profile().with_addr();
     let mut s = sampler(&linux, "page-faults", &SampleOptions::period(1, fields));
     const PAGES: usize = 256;
-    let memory = Fresh::new(PAGES);
+    let memory = FreshPages::map(PAGES);
     s.enable().unwrap();
     for k in 0..PAGES {
         memory.touch(k);
@@ -182,7 +130,7 @@ fn each_fresh_page_touched_is_one_fault_sample_at_its_address() {
                 && let Some(addr) = sample.addr
                 && range.contains(&addr)
             {
-                in_range.insert(addr / PAGE as u64);
+                in_range.insert(addr / memory.page_size() as u64);
             }
         })
         .unwrap();
@@ -239,7 +187,7 @@ fn a_ring_too_small_for_the_rate_reports_lost_records() {
     let options = SampleOptions::period(1, fields).ring_pages(1);
     let mut s = sampler(&linux, "page-faults", &options);
     const PAGES: usize = 2_000;
-    let memory = Fresh::new(PAGES);
+    let memory = FreshPages::map(PAGES);
     s.enable().unwrap();
     for k in 0..PAGES {
         memory.touch(k);
@@ -509,7 +457,7 @@ fn a_restarted_sampler_s_members_count_every_round() {
         .open_sampler(&requests, &BackendTarget::ThisThread, &options)
         .unwrap();
     const ROUNDS: usize = 5;
-    let memory = Fresh::new(ROUNDS);
+    let memory = FreshPages::map(ROUNDS);
     let mut last = Vec::new();
     for round in 0..ROUNDS {
         s.enable().unwrap();

@@ -69,13 +69,7 @@ pub static REGISTRATION: Registration<Database> = Registration {
     reaches: "raw x86 MSRs (`/dev/cpu/N/msr`), behind an allow-list",
     verified: "models of Intel's and AMD's PMUs",
     systems: &["linux"],
-    probe: |given| {
-        let backend = probe(
-            Arc::clone(given.database),
-            given.cpu_model.map(str::to_owned),
-        )?;
-        Ok(Box::new(backend))
-    },
+    probe: |given| given.make(probe),
     model: Some(|database, id| Ok(Box::new(model_for(Arc::clone(database), id)?))),
     sysfs: None,
 };

@@ -8,7 +8,8 @@
 //! AAPCS64 on aarch64), reads only its integer argument, touches only caller-saved registers
 //! (`rdi`, `rax` and flags on x86-64; `x0` to `x2` and the condition flags on aarch64) and no
 //! memory, and returns. On Linux, [`refuse_huge_pages`] makes two C calls (`prctl`, `sysconf`)
-//! whose arguments are integers only: no pointer reaches the kernel or libc.
+//! whose arguments are integers only: no pointer reaches the kernel or libc; [`FreshPages`]
+//! maps a new private anonymous mapping, writes only inside it, and unmaps it once, on drop.
 
 /// Instructions retired per iteration of [`retire_instructions`]' loop (`dec`, `jnz` on
 /// x86-64; `subs`, `b.ne` on aarch64).
@@ -152,6 +153,100 @@ pub fn refuse_huge_pages() -> Option<u64> {
     }
     #[cfg(not(target_os = "linux"))]
     None
+}
+
+/// Fresh anonymous pages, mapped here and not yet touched, unmapped on drop: the workload of
+/// a `page-faults` count or sample, one fault for each page first written
+/// ([`touch`](FreshPages::touch)). The mapping is asked not to take huge pages
+/// (`MADV_NOHUGEPAGE`), so neither the allocator's reuse nor a transparent huge page (one
+/// fault for 512 pages, as arm64 kernels with THP `always` give) changes the count.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub struct FreshPages {
+    base: *mut u8,
+    len: usize,
+    page: usize,
+}
+
+#[cfg(target_os = "linux")]
+impl FreshPages {
+    /// Maps `pages` pages (at least one) of the system's page size.
+    ///
+    /// # Panics
+    /// When the kernel refuses the mapping (a test's workload, with no way to go on).
+    pub fn map(pages: usize) -> FreshPages {
+        // SAFETY: `sysconf` takes an integer and reads nothing of the caller's.
+        let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+            size if size > 0 => size as usize,
+            _ => 4096,
+        };
+        let len = pages.max(1) * page;
+        // SAFETY: a new private anonymous mapping; no existing memory is touched.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(
+            base,
+            libc::MAP_FAILED,
+            "an anonymous mapping of {len} bytes: {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: advice on the mapping just made; it changes no contents.
+        unsafe { libc::madvise(base, len, libc::MADV_NOHUGEPAGE) };
+        FreshPages {
+            base: base.cast(),
+            len,
+            page,
+        }
+    }
+
+    /// Writes the first byte of page `k`: its first touch faults once.
+    ///
+    /// # Panics
+    /// When `k` is not one of the mapping's pages.
+    pub fn touch(&self, k: usize) {
+        let at = k * self.page;
+        assert!(at < self.len, "page {k} of {} pages", self.len / self.page);
+        // SAFETY: `at < len`: the byte lies inside the live writable mapping.
+        unsafe { self.base.wrapping_add(at).write_volatile(1) };
+    }
+
+    /// Writes the first byte of every page, in order.
+    pub fn touch_all(&self) {
+        (0..self.len / self.page).for_each(|k| self.touch(k));
+    }
+
+    /// The mapping's addresses.
+    pub fn range(&self) -> std::ops::Range<u64> {
+        self.base as u64..self.base as u64 + self.len as u64
+    }
+
+    /// The page size it is mapped in (the system's).
+    pub fn page_size(&self) -> usize {
+        self.page
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for FreshPages {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`, unmapped once; nothing refers to it after.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// Touches `pages` pages of memory never mapped before (at least one), one write each, and
+/// unmaps them: a page fault apiece ([`FreshPages`]).
+#[cfg(target_os = "linux")]
+pub fn touch_fresh_pages(pages: usize) {
+    FreshPages::map(pages).touch_all();
 }
 
 #[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]

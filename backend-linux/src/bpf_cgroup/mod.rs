@@ -1058,7 +1058,7 @@ mod tests {
         let run = || {
             sys_bpf::prog_run_on_cpu(program.as_fd(), cpu).expect("the program run here");
         };
-        let touch = sys::touch_fresh_pages;
+        let touch = counterhal_conformance::workload::touch_fresh_pages;
         let counted_by_kernel = || {
             let mut value = [0u8; 8];
             let mut file = std::fs::File::from(event.try_clone().unwrap());

@@ -700,7 +700,7 @@ mod tests {
 
     /// Touches `pages` fresh pages: one page fault each.
     fn touch(pages: usize) {
-        crate::sys::touch_fresh_pages(pages);
+        counterhal_conformance::workload::touch_fresh_pages(pages);
     }
 
     /// Two followers of one event share one leader: the attr map holds one entry, whose

@@ -223,41 +223,6 @@ pub fn page_size() -> usize {
     if size > 0 { size as usize } else { 4096 }
 }
 
-/// Touches `pages` pages of memory never mapped before, one write each, and unmaps them: a
-/// page fault apiece for a test's oracle. Its own anonymous mapping, asked not to take huge
-/// pages (`MADV_NOHUGEPAGE`), so neither the allocator's reuse nor a transparent huge page
-/// (one fault for 512 pages, as arm64 kernels with THP `always` give) changes the count.
-#[cfg(test)]
-pub fn touch_fresh_pages(pages: usize) {
-    let page = page_size();
-    let len = pages.max(1) * page;
-    // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(
-        base,
-        libc::MAP_FAILED,
-        "an anonymous mapping of {len} bytes"
-    );
-    // SAFETY: `base..base + len` is the mapping made above; advice changes no contents.
-    unsafe { libc::madvise(base, len, libc::MADV_NOHUGEPAGE) };
-    for at in (0..pages).map(|n| n * page) {
-        let byte = base.cast::<u8>().wrapping_add(at);
-        // SAFETY: `at < len`: `byte` is inside the writable mapping made above.
-        unsafe { byte.write_volatile(1) };
-    }
-    // SAFETY: the mapping made above, unmapped once; nothing refers to it after.
-    unsafe { libc::munmap(base, len) };
-}
-
 /// One event's first page mapped read-only: the self-monitoring page.
 #[derive(Debug)]
 pub struct UserPageMap {
