@@ -13,6 +13,12 @@ mod encode;
 mod error;
 pub mod expression;
 mod fast_map;
+// libpfm4's grammar and tables, which are the x86 models' (`libpfm4/left_out.rs` answers for
+// it without them).
+#[cfg(any(feature = "x86-models", feature = "table-writer"))]
+mod libpfm4;
+#[cfg(not(any(feature = "x86-models", feature = "table-writer")))]
+#[path = "libpfm4/left_out.rs"]
 mod libpfm4;
 pub mod limits;
 pub mod listing;

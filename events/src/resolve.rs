@@ -66,9 +66,11 @@ impl Database {
         {
             return ok;
         }
-        let model = cpu
-            .filter(|_| crate::built::MODELS_BUILT)
-            .and_then(|id| self.model(id));
+        let model = if crate::built::MODELS_BUILT {
+            cpu.and_then(|id| self.model(id))
+        } else {
+            None
+        };
         if let Some(result) = crate::libpfm4::route(self, model, event, accepts) {
             return result;
         }
@@ -263,8 +265,15 @@ impl<'a> Resolver<'a> {
                 .with_suggestions(suggest::nearest(pmu, self.database.ids(), 3))
             })?),
             None => self.model,
-        }
-        .filter(|_| crate::built::MODELS_BUILT);
+        };
+        // A constant's branch, folded before the compiler decides what to compile: a build
+        // that can hold no model compiles none of the selection and encoding of its native
+        // events (`select`, `compose`, `encode_native`; `Option::filter` is folded only later).
+        let model = if crate::built::MODELS_BUILT {
+            model
+        } else {
+            None
+        };
         // Another spelling of a native event (libpfm4's, perf's) stands for the model's own.
         if let Some(canonical) = model.and_then(|m| m.unalias(&spec)) {
             spec = canonical;
@@ -347,7 +356,14 @@ impl<'a> Resolver<'a> {
         if self.perf_first() {
             return perf_raw();
         }
-        match self.model.filter(|_| crate::built::MODELS_BUILT) {
+        // Folded before the compiler decides what to compile (`Option::filter` would be folded
+        // only after): a build that can hold no model compiles no native event's encoding.
+        let model = if crate::built::MODELS_BUILT {
+            self.model
+        } else {
+            None
+        };
+        match model {
             Some(model) if self.accepts.takes(model.encoder.family()) => {
                 let choice = raw_choice(model, self.text, config, modifiers)?;
                 let encoding = encode_native(model, &choice, self.accepts, self.text)?;
@@ -424,7 +440,11 @@ impl<'a> Resolver<'a> {
         generalized: GeneralizedEvent,
         spec: &EventSpec,
     ) -> Resolved {
-        let model = model.filter(|_| crate::built::MODELS_BUILT);
+        let model = if crate::built::MODELS_BUILT {
+            model
+        } else {
+            None
+        };
         let text = self.text;
         let mut modifiers = spec.modifiers;
         for part in &spec.unit_masks {
