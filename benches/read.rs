@@ -235,7 +235,10 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
 
     /// This process's perf event descriptors, lowest first.
     fn perf_fds() -> Vec<i32> {
-        let mut fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        let fd_dir = counterhal::system::System::host()
+            .process("self")
+            .join("fd");
+        let mut fds: Vec<i32> = std::fs::read_dir(fd_dir)
             .map(|entries| {
                 entries
                     .filter_map(|e| {
@@ -274,7 +277,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
             .expect("the four software events open");
         facade.enable().unwrap();
         // The facade's group is the first this process opened: its leader has the lowest
-        // perf descriptor (the facade hides descriptors; the bench finds them in /proc).
+        // perf descriptor (the facade hides descriptors; the bench finds them under procfs).
         let facade_leader = duplicate(perf_fds()[0]);
 
         let db = chosen.context().database().clone();

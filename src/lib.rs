@@ -296,7 +296,7 @@ mod tests {
     #[test]
     fn cpuid_and_the_os_agree_on_the_cpu() {
         let (Some(from_os), Ok(from_cpuid)) = (
-            std::fs::read_to_string("/proc/cpuinfo")
+            std::fs::read_to_string(counterhal_system::System::host().proc_file("cpuinfo"))
                 .ok()
                 .and_then(|t| CpuIdentity::from_proc_cpuinfo(&t)),
             counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction),
