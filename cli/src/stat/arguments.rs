@@ -148,14 +148,14 @@ pub struct StatArgs {
 }
 
 /// How the results are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format<'a> {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Format {
     /// perf's table (the default).
     Table,
     /// One line per event, fields separated by `separator` (`-x`).
     Csv {
         /// What stands between fields.
-        separator: &'a str,
+        separator: String,
     },
     /// perf's JSON lines (`-j`).
     JsonLines,
@@ -338,11 +338,13 @@ impl StatArgs {
     }
 
     /// How the results are written: `--json`, `-j`, `-x SEP` or the table.
-    pub fn format(&self) -> Format<'_> {
+    pub fn format(&self) -> Format {
         match (&self.separator, self.json, self.json_lines) {
             (_, true, _) => Format::Json,
             (_, false, true) => Format::JsonLines,
-            (Some(separator), false, false) => Format::Csv { separator },
+            (Some(separator), false, false) => Format::Csv {
+                separator: separator.clone(),
+            },
             (None, false, false) => Format::Table,
         }
     }
@@ -552,7 +554,9 @@ mod tests {
         assert_eq!(args(&["--", "true"]).format(), Format::Table);
         assert_eq!(
             args(&["-x", ";", "--", "true"]).format(),
-            Format::Csv { separator: ";" }
+            Format::Csv {
+                separator: ";".into()
+            }
         );
         assert_eq!(args(&["--json", "--", "true"]).format(), Format::Json);
         assert_eq!(args(&["-j", "--", "true"]).format(), Format::JsonLines);

@@ -13,6 +13,7 @@ use counterhal::{Error, ErrorKind, Reading};
 use counterhal_hal::{Backend, BackendExt, EventRequest};
 
 use super::attached::{Counting, run_and_read};
+use super::plan::EventPlan;
 use super::results::{Counts, OnInterval, Place, Plan, Planned, Run, not_opened_here};
 use super::targets::Targets;
 use crate::error::CliError;
@@ -165,17 +166,17 @@ impl Counting for &mut Shared {
 /// Exit 1 where the backend is not Linux's, an event is a group member or counts as several
 /// events, or BPF cannot count here (no privilege, no BPF file system at the attr map's
 /// directory, a map there that is not perf 7.2's), naming why; else as [`run_and_read`].
-#[allow(clippy::too_many_arguments)] // the measurement's parts, each from the command line
 pub fn run<B: Backend>(
     backend: &B,
-    events: &[Planned],
+    events: &EventPlan,
     targets: &Targets,
-    groups: &[Vec<usize>],
-    attr_map: Option<&'static Path>,
     command: &[OsString],
     plan: Plan,
     on_interval: OnInterval<'_>,
 ) -> Result<Run, CliError> {
+    let attr_map = plan.shared.flatten();
+    let groups = &events.groups;
+    let events: Vec<&Planned> = events.what().collect();
     if backend.label() != "linux" {
         return Err(CliError::failed(Error::unsupported(format!(
             "-b/--bpf-counters: the {} backend cannot share counters through BPF",
@@ -183,8 +184,12 @@ pub fn run<B: Backend>(
         ))));
     }
     // bperf_check_target: "bpf managed perf events do not yet support groups".
-    if let Some(group) = groups.iter().find(|g| g.len() > 1) {
-        let names: Vec<String> = group.iter().map(|&i| events[i].result("").name).collect();
+    if let Some(group) = groups.iter().find(|g| g.members.len() > 1) {
+        let names: Vec<String> = group
+            .members
+            .iter()
+            .map(|&i| events[i].result("").name)
+            .collect();
         return Err(CliError::failed(
             Error::unsupported(format!(
                 "-b/--bpf-counters counts each event alone, not the group {{{}}} (perf's bperf \
@@ -195,7 +200,7 @@ pub fn run<B: Backend>(
         ));
     }
     let mut requests = Vec::with_capacity(events.len());
-    for planned in events {
+    for planned in &events {
         let Some(event) = planned.ready() else {
             requests.push(None);
             continue;

@@ -13,7 +13,8 @@ use counterhal_hal::{Backend, EventRequest};
 use counterhal_hal::{BoxedCgroupCounter, CgroupCounterOptions, CgroupModeChoice};
 
 use super::attached::{Counting, run_and_read};
-use super::results::{Counts, OnInterval, Place, Plan, Planned, Run, not_opened_here};
+use super::plan::EventPlan;
+use super::results::{Counts, OnInterval, Place, Plan, Run, not_opened_here};
 use crate::error::CliError;
 
 /// The counter, and which of its cgroups and events each planned event reads.
@@ -71,7 +72,7 @@ impl Counting for ByCgroup {
     }
 }
 
-/// Counts `events`, each in its cgroup of `cgroups`, on `attach`'s CPUs in the BPF mode while
+/// Counts `events`, each in its cgroup, on `attach`'s CPUs in the BPF mode while
 /// `command` runs, as [`run_and_read`] counts.
 ///
 /// # Errors
@@ -80,9 +81,8 @@ impl Counting for ByCgroup {
 /// as [`run_and_read`].
 pub fn run<B: Backend>(
     backend: &B,
-    events: &[Planned],
+    events: &EventPlan,
     attach: &Attach,
-    cgroups: &[Option<Arc<Path>>],
     command: &[OsString],
     plan: Plan,
     on_interval: OnInterval<'_>,
@@ -96,9 +96,9 @@ pub fn run<B: Backend>(
     // The counter's events: each name once, in the order first planned.
     let mut names: Vec<&str> = Vec::new();
     let mut requests: Vec<EventRequest> = Vec::new();
-    let mut columns = Vec::with_capacity(events.len());
-    for (at, planned) in events.iter().enumerate() {
-        let (Some(event), Some(Some(path))) = (planned.ready(), cgroups.get(at)) else {
+    let mut columns = Vec::with_capacity(events.events.len());
+    for planned in &events.events {
+        let (Some(event), Some((_, path))) = (planned.what.ready(), &planned.cgroup) else {
             columns.push(None);
             continue;
         };
@@ -133,7 +133,7 @@ pub fn run<B: Backend>(
     for (path, _) in columns.iter().flatten() {
         counter.follow(path).map_err(bpf)?;
     }
-    let results = events.iter().map(|p| p.result(&backend.label())).collect();
+    let results = events.what().map(|p| p.result(&backend.label())).collect();
     let counting = ByCgroup {
         counter,
         columns,

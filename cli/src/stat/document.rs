@@ -8,16 +8,16 @@
 
 use serde_json::{Value, json};
 
-use super::arguments::StatArgs;
 use super::metrics::Beside;
+use super::report::Report;
 use super::summary::{EventSummary, Summary};
 use counterhal::metrics::{MetricDef, evaluate};
 
 /// The document, on one line.
-pub fn json(out: &mut String, args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) {
-    let mut document = whole_run(args, summary, chosen);
-    if args.per_place() {
-        document["places"] = Value::Array(split(summary, chosen));
+pub fn json(out: &mut String, report: &Report, summary: &Summary) {
+    let mut document = whole_run(report, summary);
+    if report.per_place {
+        document["places"] = Value::Array(split(summary, &report.metrics));
     }
     out.push_str(&document.to_string());
     out.push('\n');
@@ -45,17 +45,11 @@ pub fn interval(
 
 /// The rest of the document `-I`'s intervals began (`opened`: whether any object was
 /// written), once the run has ended: the whole run's fields.
-pub fn after_intervals(
-    out: &mut String,
-    args: &StatArgs,
-    whole: &Summary,
-    chosen: &[&'static MetricDef],
-    opened: bool,
-) {
+pub fn after_intervals(out: &mut String, report: &Report, whole: &Summary, opened: bool) {
     if !opened {
         out.push_str("{\"intervals\":[");
     }
-    let rest = whole_run(args, whole, chosen).to_string();
+    let rest = whole_run(report, whole).to_string();
     let fields = rest.strip_prefix('{').unwrap_or(&rest);
     out.push_str("],");
     out.push_str(fields);
@@ -103,7 +97,7 @@ fn split(summary: &Summary, chosen: &[&'static MetricDef]) -> Vec<Value> {
 }
 
 /// The whole run's fields.
-fn whole_run(args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) -> Value {
+fn whole_run(report: &Report, summary: &Summary) -> Value {
     let beside = Beside::new(&summary.events);
     let whole = summary
         .events
@@ -113,7 +107,7 @@ fn whole_run(args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) 
         .collect::<Vec<Value>>();
     let end = &summary.end;
     json!({
-        "command": args.command_words(),
+        "command": report.command,
         "exit_status": end.exit_code,
         "elapsed_ns": end.elapsed_ns,
         "elapsed_stddev_percent": summary.elapsed_spread.map(|(_, percent)| percent),
@@ -122,7 +116,7 @@ fn whole_run(args: &StatArgs, summary: &Summary, chosen: &[&'static MetricDef]) 
         "runs": summary.runs,
         "note": end.note,
         "events": whole,
-        "metrics": chosen.iter().map(|def| json!({
+        "metrics": report.metrics.iter().map(|def| json!({
             "name": def.name,
             "value": evaluate(&summary.system, def, &summary.events, end.elapsed_ns),
             "unit": def.unit,
@@ -255,12 +249,8 @@ mod tests {
             }],
         };
         let mut out = String::new();
-        json(
-            &mut out,
-            &args,
-            &Summary::of_interval(&events, section),
-            metrics,
-        );
+        let report = Report::of(&args, metrics);
+        json(&mut out, &report, &Summary::of_interval(&events, section));
         let document: Value = serde_json::from_str(&out).unwrap();
         document["metrics"]
             .as_array()

@@ -8,13 +8,13 @@
 use super::arguments::StatArgs;
 use super::plot::Plot;
 use super::printing::render_interval;
+use super::report::Report;
 use super::results::Snapshot;
 use super::summary::{EventSummary, Summary, interval_section};
 use super::topology;
 use super::verbose::unscaled_counts;
 use crate::error::CliError;
 use crate::output::{OutputFile, emit_to_stderr};
-use counterhal::metrics::MetricDef;
 
 /// perf prints the heading again every so many intervals (`print_interval`'s 25).
 const HEADING_EVERY: usize = 25;
@@ -22,7 +22,8 @@ const HEADING_EVERY: usize = 25;
 /// The intervals of one run, printed as they end.
 pub struct Intervals<'a> {
     args: &'a StatArgs,
-    metrics: &'a [&'static MetricDef],
+    /// How each interval is printed.
+    report: &'a Report,
     /// The events as planned (names, backends, cgroups, and why one is not supported).
     events: Vec<EventSummary>,
     /// The snapshot before the next (none: the next is the first).
@@ -51,18 +52,19 @@ pub struct Taken {
 }
 
 impl<'a> Intervals<'a> {
-    /// Ready to print the intervals of `events` (as planned) as `args` ask, to `output` (or
-    /// standard error), keeping a plot when `plot`.
+    /// Ready to take the intervals as `args` ask (added up by place, unscaled) and print
+    /// those of `events` (as planned) as `report` asks, to `output` (or standard error),
+    /// keeping a plot when `plot`.
     pub fn new(
         args: &'a StatArgs,
-        metrics: &'a [&'static MetricDef],
+        report: &'a Report,
         events: Vec<EventSummary>,
         output: Option<OutputFile>,
         plot: bool,
     ) -> Intervals<'a> {
         Intervals {
             args,
-            metrics,
+            report,
             events,
             before: None,
             taken: 0,
@@ -96,13 +98,7 @@ impl<'a> Intervals<'a> {
         }
         let mut interval = Summary::of_interval(&self.events, section);
         interval.system = self.args.sysfs.system();
-        let text = render_interval(
-            self.args,
-            &interval,
-            self.metrics,
-            heading,
-            &mut self.objects,
-        );
+        let text = render_interval(self.report, &interval, heading, &mut self.objects);
         self.write(&text);
     }
 

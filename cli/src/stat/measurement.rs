@@ -204,20 +204,8 @@ fn measure<B: Backend + 'static>(
 ) -> Result<Run, CliError> {
     let capabilities = backend.capabilities();
     #[cfg(target_os = "linux")]
-    if let Some(attr_map) = plan.shared {
-        // bperf's counting takes the plan's parts as slices.
-        let what: Vec<Planned> = events.what().cloned().collect();
-        let groups: Vec<Vec<usize>> = events.groups.iter().map(|g| g.members.clone()).collect();
-        return super::bperf::run(
-            backend,
-            &what,
-            targets,
-            &groups,
-            attr_map,
-            command,
-            plan,
-            on_interval,
-        );
+    if plan.shared.is_some() {
+        return super::bperf::run(backend, events, targets, command, plan, on_interval);
     }
     #[cfg(not(target_os = "linux"))]
     if plan.shared.is_some() {
@@ -287,17 +275,7 @@ fn measure<B: Backend + 'static>(
         Targets::Command => (Attach::ThisThread, None),
     };
     let mut run = if plan.bpf_cgroups {
-        let what: Vec<Planned> = events.what().cloned().collect();
-        let cgroups: Vec<_> = (0..what.len()).map(|i| events.cgroup_dir(i)).collect();
-        super::bpf_cgroups::run(
-            backend,
-            &what,
-            &attach,
-            &cgroups,
-            command,
-            plan,
-            on_interval,
-        )?
+        super::bpf_cgroups::run(backend, events, &attach, command, plan, on_interval)?
     } else {
         run_on_targets(backend, events, &attach, command, plan, on_interval)?
     };

@@ -31,22 +31,20 @@ mod bpf_cgroups {
     //! `--bpf-counters` outside Linux: refused (BPF and cgroups are Linux's).
 
     use std::ffi::OsString;
-    use std::path::Path;
-    use std::sync::Arc;
 
     use counterhal::Error;
     use counterhal::Target as Attach;
     use counterhal_hal::{Backend, BackendExt};
 
-    use super::results::{OnInterval, Plan, Planned, Run};
+    use super::plan::EventPlan;
+    use super::results::{OnInterval, Plan, Run};
     use crate::error::CliError;
 
     /// Refuses: counting per cgroup with BPF is Linux's.
     pub fn run<B: Backend + 'static>(
         backend: &B,
-        _: &[Planned],
+        _: &EventPlan,
         _: &Attach,
-        _: &[Option<Arc<Path>>],
         _: &[OsString],
         _: Plan,
         _: OnInterval<'_>,
@@ -79,6 +77,7 @@ mod plan;
 mod plot;
 mod printing;
 pub(crate) mod record;
+mod report;
 mod results;
 pub(crate) mod runnable;
 pub(crate) mod script;
@@ -296,8 +295,8 @@ fn stat_with<B: Backend + 'static>(
     }
     // -I's intervals are printed as they end, each event as planned.
     let planned = planned_summaries(args, &counting, &backend.label());
-    let mut intervals =
-        Intervals::new(args, &counting.chosen, planned, output, args.plot.is_some());
+    let report = report::Report::of(args, &counting.chosen);
+    let mut intervals = Intervals::new(args, &report, planned, output, args.plot.is_some());
     // Until the results are out, a signal that ends a command (Ctrl-C, `kill`, `timeout`)
     // ends the whole measurement, whatever runs: the measured command or a hook is passed it,
     // and what was counted is printed.
@@ -312,15 +311,14 @@ fn stat_with<B: Backend + 'static>(
     gather_runs(args, &counting, &mut runs, [fallback, note]);
     let mut summary = Summary::of(&runs);
     summary.system = args.sysfs.system();
-    let chosen = &counting.chosen;
     let mut text = if args.interval().is_some() {
-        printing::render_after_intervals(args, &summary, chosen, taken.objects)
+        printing::render_after_intervals(&report, &summary, taken.objects)
     } else {
-        printing::render(args, &summary, chosen)
+        printing::render(&report, &summary)
     };
     if args.more.summary {
         // The whole run, as without -I.
-        text.push_str(&printing::render_summary(args, &summary, chosen));
+        text.push_str(&printing::render_summary(&report, &summary));
     }
     let piped = record.as_ref().is_some_and(record::Destination::is_pipe);
     if let (Some(destination), Some(line)) = (record, &args.record) {

@@ -7,50 +7,37 @@ use std::fmt::Write as _;
 
 use counterhal::Error;
 
-use super::arguments::{Format, StatArgs};
+use super::arguments::Format;
 use super::document;
 use super::metric_only;
 use super::metrics::{Beside, Metric, Style};
+use super::report::{MetricWords, Report};
 use super::results::Place;
 use super::separated::{self, interval_time};
 use super::summary::{EventSummary, Section, Summary};
 use super::thresholds;
-use super::topology::{cpus_heading, label_width, line_order};
+use super::topology::{label_width, line_order};
 use crate::error::CliError;
 use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
-use counterhal::metrics::{MetricDef, classify, evaluate};
+use counterhal::metrics::{classify, evaluate};
 use counterhal_system::System;
 
-/// The results as `args` ask for them: table, CSV or JSON.
-pub fn render(args: &StatArgs, summary: &Summary, metrics: &[&'static MetricDef]) -> String {
-    render_in(args, summary, metrics, MetricWords::of(args, metrics))
-}
-
-/// A recording's results (`stat report`), as `args` ask for them: perf 7.2's `perf stat
-/// report` prints no metric beside any event, so the table's are perf 6.1's words.
-pub fn render_recording(args: &StatArgs, summary: &Summary) -> String {
-    render_in(args, summary, &[], MetricWords::Perf61)
-}
-
-fn render_in(
-    args: &StatArgs,
-    summary: &Summary,
-    metrics: &[&'static MetricDef],
-    words: MetricWords,
-) -> String {
+/// The results as `report` asks for them: table, CSV or JSON.
+pub fn render(report: &Report, summary: &Summary) -> String {
+    let metrics = &report.metrics;
     let mut out = String::new();
-    match args.format() {
-        Format::Table => table(&mut out, args, summary, metrics, words),
-        Format::Csv { separator } if args.more.metric_only => {
+    match &report.format {
+        Format::Table => table(&mut out, report, summary),
+        Format::Csv { separator } if report.metric_only => {
             metric_only::csv(&mut out, separator, summary, metrics);
         }
         Format::Csv { separator } => separated::csv(&mut out, separator, summary, metrics),
-        Format::JsonLines if args.more.metric_only => {
+        Format::JsonLines if report.metric_only => {
             metric_only::json_lines(&mut out, summary, metrics);
         }
         Format::JsonLines => separated::json_lines(&mut out, summary, metrics),
-        Format::Json => document::json(&mut out, args, summary, metrics),
+        Format::Json => document::json(&mut out, report, summary),
     }
     out
 }
@@ -70,27 +57,6 @@ pub fn write(output: Option<OutputFile>, text: &str) -> Result<(), CliError> {
             counterhal::ErrorKind::Other,
             "cannot write the results to standard error",
         ))),
-    }
-}
-
-/// The words of the metric beside an event in the table (`-x` and `-j` keep perf 6.1's
-/// always: docs/command.md, "perf 6.1's and perf 7.2's layouts").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum MetricWords {
-    /// perf 6.1's (`0.733 CPUs utilized`, `1.701 K/sec`): beside events given with `-e` or
-    /// read by `-M`, and in `stat report`.
-    Perf61,
-    /// perf 7.2's default metrics (`0.7 CPUs  CPUs_utilized`, `1096.8 cs/sec  cs_per_second`):
-    /// beside perf's default events, counted without `-e` and `-M`.
-    Perf72Defaults,
-}
-
-impl MetricWords {
-    fn of(args: &StatArgs, metrics: &[&'static MetricDef]) -> Self {
-        match args.event_names.is_empty() && metrics.is_empty() {
-            true => MetricWords::Perf72Defaults,
-            false => MetricWords::Perf61,
-        }
     }
 }
 
@@ -136,90 +102,53 @@ fn perf72_default_metric(name: &str, metric: &Metric) -> Option<(f64, usize, Str
 /// The terminal's codes to move home and clear the screen (`--interval-clear`).
 const CLEAR: &str = "\x1b[H\x1b[2J";
 
-/// What was counted, for the table's heading: the command, or (with -p, -a, -C) the process
-/// or CPUs while it ran.
-fn counted(args: &StatArgs) -> String {
-    if let Some(pid) = &args.pid {
-        format!("process id '{pid}'")
-    } else if let Some(tid) = &args.more.tid {
-        format!("thread id '{tid}'")
-    } else if args.all_cpus {
-        "'system wide'".to_string()
-    } else if let Some(list) = &args.cpu_list {
-        format!("CPUs '{list}'")
-    } else if args.command.is_empty() {
-        "'system wide'".to_string()
-    } else {
-        format!("'{}'", args.command_words().join(" "))
-    }
-}
-
 /// The heading of `-I`'s table: perf's columns, with the place's after the time.
-fn interval_heading(args: &StatArgs) -> String {
-    let place = match args.more.aggregation() {
-        Some(by) => format!(
-            " {:<w$}{}",
-            by.key(),
-            cpus_heading(by.key()),
-            w = label_width(by.key())
-        ),
-        None if args.no_aggregate => " CPU   ".to_string(),
-        None if args.per_thread => " thread           ".to_string(),
-        None => String::new(),
-    };
-    format!("#           time{place}             counts unit events\n")
+fn interval_heading(report: &Report) -> String {
+    format!(
+        "#           time{}             counts unit events\n",
+        report.place_heading
+    )
 }
 
 /// One interval of `-I` (`interval`: a summary of that interval alone), as it ends, in the
-/// layout `args` ask for: the table's heading (or `--metric-only`'s, or its `-x` units) when
+/// layout `report` asks for: the table's heading (or `--metric-only`'s, or its `-x` units) when
 /// `first` (perf's: the first interval and every 25th; each with `--interval-clear`, after
 /// clearing the screen); `--json`'s interval objects, each after a comma but the first (`objects`: how many
 /// were written before, counted on).
 pub fn render_interval(
-    args: &StatArgs,
+    report: &Report,
     interval: &Summary,
-    metrics: &[&'static MetricDef],
     first: bool,
     objects: &mut usize,
 ) -> String {
+    let metrics = &report.metrics;
     let mut out = String::new();
     let without_heading = |text: String| match text.split_once('\n') {
         Some((_, rest)) if !first => rest.to_string(),
         _ => text,
     };
-    match args.format() {
-        Format::Table if args.more.metric_only => {
-            metric_only::table(&mut out, interval, metrics, thresholds::colour(args));
+    match &report.format {
+        Format::Table if report.metric_only => {
+            metric_only::table(&mut out, interval, metrics, report.colour);
             return without_heading(out);
         }
         Format::Table => {
-            if args.more.interval_clear {
+            if report.interval_clear {
                 out.push_str(CLEAR);
             }
-            if first || args.more.interval_clear {
-                out.push_str(&interval_heading(args));
+            if first || report.interval_clear {
+                out.push_str(&interval_heading(report));
             }
             for section in &interval.sections {
-                let big = args.more.big_numbers();
-                let colour = thresholds::colour(args);
-                let words = MetricWords::of(args, metrics);
-                section_lines(
-                    &mut out,
-                    &interval.system,
-                    section,
-                    metrics,
-                    big,
-                    colour,
-                    words,
-                );
+                section_lines(&mut out, report, &interval.system, section);
             }
         }
-        Format::Csv { separator } if args.more.metric_only => {
+        Format::Csv { separator } if report.metric_only => {
             metric_only::csv(&mut out, separator, interval, metrics);
             return without_heading(out);
         }
         Format::Csv { separator } => separated::csv(&mut out, separator, interval, metrics),
-        Format::JsonLines if args.more.metric_only => {
+        Format::JsonLines if report.metric_only => {
             metric_only::json_lines(&mut out, interval, metrics);
         }
         Format::JsonLines => separated::json_lines(&mut out, interval, metrics),
@@ -233,16 +162,11 @@ pub fn render_interval(
 /// as comment lines (`# `), which readers of the intervals' columns pass over as they pass
 /// over the heading (perf 7.2's stat+std_output.sh takes every other line for an event's);
 /// in `--json`, the rest of the document the intervals began.
-pub fn render_after_intervals(
-    args: &StatArgs,
-    whole: &Summary,
-    metrics: &[&'static MetricDef],
-    objects: usize,
-) -> String {
+pub fn render_after_intervals(report: &Report, whole: &Summary, objects: usize) -> String {
     let mut out = String::new();
-    match args.format() {
+    match report.format {
         Format::Table => not_supported(&mut out, &whole.events, "#"),
-        Format::Json => document::after_intervals(&mut out, args, whole, metrics, objects > 0),
+        Format::Json => document::after_intervals(&mut out, report, whole, objects > 0),
         Format::Csv { .. } | Format::JsonLines => {}
     }
     out
@@ -251,14 +175,8 @@ pub fn render_after_intervals(
 /// perf's table of the whole run (or each place's): one line per event, the times with
 /// their spread, the command's end when it failed, and once each reason an event is not
 /// supported.
-fn table(
-    out: &mut String,
-    args: &StatArgs,
-    summary: &Summary,
-    metrics: &[&'static MetricDef],
-    words: MetricWords,
-) {
-    let what = counted(args);
+fn table(out: &mut String, report: &Report, summary: &Summary) {
+    let what = &report.counted;
     out.push('\n');
     if summary.runs > 1 {
         _ = writeln!(
@@ -270,19 +188,11 @@ fn table(
         _ = writeln!(out, " Performance counter stats for {what}:");
     }
     out.push('\n');
-    if args.more.metric_only {
-        metric_only::table(out, summary, metrics, thresholds::colour(args));
+    if report.metric_only {
+        metric_only::table(out, summary, &report.metrics, report.colour);
     } else {
         for section in &summary.sections {
-            section_lines(
-                out,
-                &summary.system,
-                section,
-                metrics,
-                args.more.big_numbers(),
-                thresholds::colour(args),
-                words,
-            );
+            section_lines(out, report, &summary.system, section);
         }
     }
     if !summary.events.is_empty() {
@@ -299,7 +209,7 @@ fn table(
             let mean = end.elapsed_ns as f64 / 1e9;
             let stddev = stddev_ns / 1e9;
             let precision = precision(stddev) + 2;
-            if args.more.table {
+            if report.runs_table {
                 runs_table(out, &summary.elapsed_each_ns, mean, precision);
             }
             _ = writeln!(
@@ -311,8 +221,7 @@ fn table(
     }
     // perf shows the command's user and system times for a single run of a command counted
     // alone (no -p, -t, -a, -C): `run_count == 1 && target__none` in builtin-stat.c.
-    let alone = args.pid.is_none() && args.more.tid.is_none() && !args.all_cpus;
-    let alone = alone && args.cpu_list.is_none() && summary.elapsed_spread.is_none();
+    let alone = report.alone && summary.elapsed_spread.is_none();
     if let (true, Some(user), Some(sys)) = (alone, end.user_ns, end.sys_ns) {
         out.push('\n');
         _ = writeln!(out, "{:>18} seconds user", seconds(user));
@@ -355,21 +264,16 @@ fn runs_table(out: &mut String, each_ns: &[u64], mean: f64, precision: usize) {
 /// After `-I`'s intervals, `--summary`'s whole run: the table as without `-I`, the `-x` lines
 /// with `summary` first (unless `--no-csv-summary`), or the `-j` lines without `interval`
 /// (`--json` holds the whole run already).
-pub fn render_summary(args: &StatArgs, whole: &Summary, metrics: &[&'static MetricDef]) -> String {
+pub fn render_summary(report: &Report, whole: &Summary) -> String {
+    let metrics = &report.metrics;
     let mut out = String::new();
-    match args.format() {
-        Format::Table => table(
-            &mut out,
-            args,
-            whole,
-            metrics,
-            MetricWords::of(args, metrics),
-        ),
+    match &report.format {
+        Format::Table => table(&mut out, report, whole),
         Format::Csv { separator } => {
             let mut lines = String::new();
             separated::csv(&mut lines, separator, whole, metrics);
             for line in lines.lines() {
-                if !args.more.no_csv_summary {
+                if !report.no_csv_summary {
                     _ = write!(out, "{:>16}{separator}", "summary");
                 }
                 _ = writeln!(out, "{line}");
@@ -390,15 +294,8 @@ fn precision(spread: f64) -> usize {
 }
 
 /// One section's lines in perf's order ([`line_order`]), then each place's `-M` metrics.
-fn section_lines(
-    out: &mut String,
-    system: &System,
-    section: &Section,
-    metrics: &[&'static MetricDef],
-    big: bool,
-    colour: bool,
-    words: MetricWords,
-) {
+fn section_lines(out: &mut String, report: &Report, system: &System, section: &Section) {
+    let (big, colour, words) = (report.big_numbers, report.colour, report.words);
     let beside: Vec<Beside<'_>> = section
         .places
         .iter()
@@ -438,7 +335,7 @@ fn section_lines(
         }
     }
     for place in &section.places {
-        for def in metrics {
+        for def in &report.metrics {
             let mut line = String::new();
             if let Some(at_ns) = section.at_ns {
                 _ = write!(line, "{} ", interval_time(at_ns));

@@ -11,7 +11,7 @@ use counterhal_hal::Reading;
 
 fn render_with(words: &[&str], summary: &Summary) -> String {
     let args = parse(words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
-    render(&args, summary, &[])
+    render(&Report::of(&args, &[]), summary)
 }
 
 /// page-faults and task-clock 1.5 ms counted, cycles not supported, in one run of 2 s.
@@ -167,8 +167,9 @@ fn intervals_and_places_print_with_their_columns() {
     let (summary, mut sections) = intervals(&one, &[snapshot]);
     let interval = Summary::of_interval(&summary.events, sections.remove(0));
     let args = parse(&["-a", "-A", "-I", "100"]).unwrap();
-    let text = render_interval(&args, &interval, &[], true, &mut 0);
-    let again = render_interval(&args, &interval, &[], false, &mut 0);
+    let report = Report::of(&args, &[]);
+    let text = render_interval(&report, &interval, true, &mut 0);
+    let again = render_interval(&report, &interval, false, &mut 0);
     assert_eq!(again.lines().count(), 2, "the heading once: {again}");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -355,7 +356,7 @@ fn every_default_event_carries_perf_7_2_s_metric() {
 #[test]
 fn the_reasons_after_intervals_are_comment_lines() {
     let args = parse(&["-I", "100", "true"]).unwrap();
-    let text = render_after_intervals(&args, &one_run(), &[], 0);
+    let text = render_after_intervals(&Report::of(&args, &[]), &one_run(), 0);
     assert!(text.contains("#   cycles: no PMU here\n"), "{text}");
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         assert!(line.starts_with('#'), "{line}");

@@ -127,7 +127,8 @@ pub fn report(mut args: StatArgs) -> Result<ExitCode, CliError> {
         true => vec![OsString::from("pipe")],
         false => recording.command_line.iter().map(OsString::from).collect(),
     };
-    let text = super::printing::render_recording(&args, &summary);
+    let report = super::report::Report::recording(&args);
+    let text = super::printing::render(&report, &summary);
     super::printing::write(None, &text)?;
     Ok(ExitCode::SUCCESS)
 }

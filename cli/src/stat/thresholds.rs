@@ -2,27 +2,12 @@
 //! classified value in colour, red where bad and green where good, when colour is on; in `-j`
 //! a `"metric-threshold"` key after the unit; nothing in `-x`, nor in `--metric-only`'s `-j`.
 
-use std::io::IsTerminal;
-
-use super::arguments::StatArgs;
 use counterhal::metrics::Threshold;
 
 /// perf's `PERF_COLOR_RED`, `PERF_COLOR_GREEN` and `PERF_COLOR_RESET` (tools/perf/util/color.h).
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
 const RESET: &str = "\x1b[m";
-
-/// Whether the table colours values: perf's own choice where no perfconfig sets `color.ui`
-/// (tools/perf/util/color.c: whether what it writes to is a terminal): the table's stream
-/// (standard error; never a file of `-o` or `--log-fd`), or, for `--metric-only`, standard
-/// output (perf asks about descriptor 1 there, wherever the table goes).
-pub fn colour(args: &StatArgs) -> bool {
-    if args.more.metric_only {
-        std::io::stdout().is_terminal()
-    } else {
-        args.output.is_none() && args.more.log_fd().is_none() && std::io::stderr().is_terminal()
-    }
-}
 
 /// `text` in the colour of `threshold` when `colour` is on (perf's
 /// `metric_threshold_classify__color`); as it is otherwise.
