@@ -195,3 +195,162 @@ fn default_events_carry_perf_7_2_s_metric_words() {
         "{ours:?}"
     );
 }
+
+/// The `-M` metric's value in each layout of `out` (`layout`: the words before the command):
+/// after the `#` of the line naming `metric` in the table, the sixth field of that line in
+/// `-x@`, and with `--metric-only` the last value of the row under the heading (in `-x@`, the
+/// last field before the closing separator).
+fn metric_value(out: &Output, layout: &[&str], metric: &str) -> String {
+    let text = stderr(out);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .filter(|l| !l.starts_with("Events "))
+        .collect();
+    let metric_only = layout.contains(&"--metric-only");
+    let csv = layout.contains(&"-x@");
+    let value = match (metric_only, csv) {
+        (false, false) => lines
+            .iter()
+            .find(|l| l.contains(metric))
+            .and_then(|l| l.split_once(" # "))
+            .and_then(|(_, after)| after.split_whitespace().next()),
+        (false, true) => lines
+            .iter()
+            .find(|l| l.contains(metric))
+            .and_then(|l| l.split('@').nth(5)),
+        (true, false) => lines
+            .iter()
+            .skip_while(|l| !l.contains("Performance counter stats"))
+            .nth(2)
+            .and_then(|l| l.split_whitespace().last()),
+        (true, true) => lines
+            .get(1)
+            .and_then(|l| l.trim_end_matches('@').rsplit('@').next()),
+    };
+    value
+        .unwrap_or_else(|| panic!("{layout:?}: no value of {metric} in {text}"))
+        .to_string()
+}
+
+/// The digits after the point of a number (`76157.8`: 1).
+fn decimals(number: &str) -> Option<usize> {
+    number.split_once('.').map(|(_, fraction)| fraction.len())
+}
+
+/// Oracle: perf 7.2.13 (module doc), `stat -M page_faults_per_second true` beside
+/// counterhal's in the table, `-x@`, `--metric-only` and `--metric-only -x@`: the metric's
+/// value has perf's one decimal (stat-shadow.c's `generic_metric`, `"%8.1f"` for a metric with
+/// a unit; perf 6.1's the same). Before: counterhal's three (`50966.650`).
+#[test]
+fn metric_values_have_perf_7_2_s_decimals() {
+    linux_or_skip!();
+    let perf = match perf_7_2() {
+        Ok(perf) => perf,
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
+    let metric = "page_faults_per_second";
+    let layouts: [&[&str]; 4] = [&[], &["-x@"], &["--metric-only"], &["--metric-only", "-x@"]];
+    for layout in layouts {
+        let args: Vec<&str> = ["-M", metric]
+            .iter()
+            .chain(layout)
+            .chain(&["true"])
+            .copied()
+            .collect();
+        let ours = metric_value(&ours(&args), layout, metric);
+        let theirs = metric_value(&stat_of(&perf, &args), layout, metric);
+        assert_eq!(decimals(&theirs), Some(1), "perf 7.2, {layout:?}: {theirs}");
+        assert_eq!(decimals(&ours), decimals(&theirs), "{layout:?}: {ours}");
+    }
+}
+
+/// Oracle: perf 7.2.13 (module doc), `stat -D -1 -M page_faults_per_second true` (the events
+/// never enabled, so none counts) beside counterhal's: the metric is `nan` in the table and
+/// in `--metric-only`'s, and an empty value before its unit in `-x@` (perf's
+/// print_metric_csv keeps only the digits of `"%8.1f"`'s `nan`). Before: counterhal printed
+/// `<not counted>` in the table and left the unit out of `-x`.
+#[test]
+fn a_metric_whose_events_did_not_count_is_printed_as_perf_7_2_prints_it() {
+    linux_or_skip!();
+    let perf = match perf_7_2() {
+        Ok(perf) => perf,
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
+    let metric = "page_faults_per_second";
+    let layouts: [&[&str]; 3] = [&[], &["--metric-only"], &["-x@"]];
+    for layout in layouts {
+        let args: Vec<&str> = ["-D", "-1", "-M", metric]
+            .iter()
+            .chain(layout)
+            .chain(&["true"])
+            .copied()
+            .collect();
+        let ours = metric_value(&ours(&args), layout, metric);
+        let theirs = metric_value(&stat_of(&perf, &args), layout, metric);
+        let expected = if layout.is_empty() || layout[0] == "--metric-only" {
+            "nan"
+        } else {
+            ""
+        };
+        assert_eq!(theirs, expected, "perf 7.2, {layout:?}");
+        assert_eq!(ours, theirs, "{layout:?}");
+    }
+    // The unit stays in `-x`, as perf 7.2's (`,,faults/sec  page_faults_per_second`).
+    let line = |out: &Output| {
+        let text = stderr(out);
+        let line = text
+            .lines()
+            .find(|l| l.contains(metric))
+            .map(str::to_string);
+        line.unwrap_or_else(|| panic!("{text}"))
+    };
+    let args = ["-D", "-1", "-M", metric, "-x@", "true"];
+    let unit = |line: &str| line.split('@').nth(6).map(str::to_string);
+    assert!(unit(&line(&stat_of(&perf, &args))).is_some_and(|u| u.contains("faults/sec")));
+    assert_eq!(unit(&line(&ours(&args))).as_deref(), Some("faults/sec"));
+}
+
+/// Oracle: perf 7.2.13 (module doc), `stat --metric-only true`: its table heads each default
+/// metric's column with the metric's unit and name (`cs/sec  cs_per_second`; taken here from
+/// its `-x@` heading, whose fields are the same words), and prints one decimal; counterhal's
+/// table heads the columns of the default metrics that count here (the software events')
+/// with the same words and digits. Before: perf 6.1's (`CPUs utilized`, `K/sec`, `0.736`).
+#[test]
+fn metric_only_heads_default_metrics_with_perf_7_2_s_words() {
+    linux_or_skip!();
+    let perf = match perf_7_2() {
+        Ok(perf) => perf,
+        Err(why) => skip!(Need::Tools, "{why}"),
+    };
+    let theirs = stderr(&stat_of(&perf, &["--metric-only", "-x@", "true"]));
+    let heading = theirs
+        .lines()
+        .find(|l| l.contains("cs_per_second"))
+        .unwrap_or_else(|| panic!("{theirs}"));
+    let ours = stderr(&ours(&["--metric-only", "true"]));
+    let mut lines = ours
+        .lines()
+        .skip_while(|l| !l.contains("Performance counter stats"))
+        .skip(1)
+        .filter(|l| !l.trim().is_empty());
+    let (our_heading, our_values) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+    let names = [
+        "CPUs_utilized",
+        "cs_per_second",
+        "migrations_per_second",
+        "page_faults_per_second",
+    ];
+    for name in names {
+        let words = heading
+            .split('@')
+            .find(|field| field.ends_with(&format!("  {name}")))
+            .unwrap_or_else(|| panic!("perf 7.2: no {name} in {heading}"));
+        assert!(our_heading.contains(words), "{words}: {ours}");
+    }
+    let values: Vec<&str> = our_values.split_whitespace().collect();
+    assert_eq!(values.len(), names.len(), "{ours}");
+    for value in values {
+        assert_eq!(decimals(value), Some(1), "{ours}");
+    }
+}

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
+use super::default_metrics::{default_metric, generic_metric, rate_factor};
 use super::metrics::{Beside, Style};
+use super::report::{MetricWords, Report};
 use super::results::Place;
 use super::separated::interval_time;
 use super::summary::{PlaceSummary, Section, Summary};
@@ -24,19 +26,6 @@ struct Cell {
     digits: Option<String>,
     /// How the value stands against its metric's threshold (the table's colour).
     threshold: Option<Threshold>,
-}
-
-/// The factor of a rate's prefix: `K/sec` 1e3, `M/sec` 1e6, `G/sec` 1e9, `/sec` 1; `None` for
-/// a unit that is no rate.
-pub(super) fn rate_factor(unit: &str) -> Option<f64> {
-    let prefix = unit.strip_suffix("/sec")?;
-    match prefix {
-        "" => Some(1.0),
-        "K" => Some(1e3),
-        "M" => Some(1e6),
-        "G" => Some(1e9),
-        _ => None,
-    }
 }
 
 /// Makes every row's rates use the unit of the first row's column (a column has one unit in
@@ -61,33 +50,49 @@ fn same_units(rows: &mut [(&Section, &PlaceSummary, Vec<Cell>)]) {
     }
 }
 
-/// The metrics of one place in one stretch: each event's metric column, then each `-M`
-/// metric.
+/// The metrics of one place in one stretch: each event's metric column (in `words`), then
+/// each `-M` metric, its number as perf 7.2's `generic_metric` prints it (`nan` in the table
+/// where its events did not count; `-x` leaves it empty, as perf does).
 fn cells(
     system: &System,
     place: &PlaceSummary,
     length_ns: u64,
     metrics: &[&'static MetricDef],
+    words: MetricWords,
 ) -> Vec<Cell> {
     let beside = Beside::new(&place.events);
     let mut cells: Vec<Cell> = (0..place.events.len())
-        .filter_map(|index| beside.metric(index, length_ns))
-        .map(|m| Cell {
-            table: match m.style {
-                Style::Percent => format!("{:.2}%", m.value),
-                _ => m.digits(),
-            },
-            digits: Some(m.digits()),
-            unit: m.unit,
-            threshold: None,
+        .filter_map(|index| Some((index, beside.metric(index, length_ns)?)))
+        .filter_map(|(index, m)| match words {
+            // perf 7.2's default metric: its words heading the column, its digits.
+            MetricWords::Perf72Defaults => {
+                let (value, decimals, unit) = default_metric(&place.events[index].name, &m)?;
+                let digits = format!("{value:.decimals$}");
+                Some(Cell {
+                    table: digits.clone(),
+                    digits: Some(digits),
+                    unit,
+                    threshold: None,
+                })
+            }
+            MetricWords::Perf61 => Some(Cell {
+                table: match m.style {
+                    Style::Percent => format!("{:.2}%", m.value),
+                    _ => m.digits(),
+                },
+                digits: Some(m.digits()),
+                unit: m.unit,
+                threshold: None,
+            }),
         })
         .collect();
     for def in metrics {
         let value = evaluate(system, def, &place.events, length_ns);
+        let number = generic_metric(value, def.unit).trim_start().to_string();
         cells.push(Cell {
             unit: heading(def),
-            table: value.map_or_else(|| "<not counted>".to_string(), |v| format!("{v:.3}")),
-            digits: value.map(|v| format!("{v:.3}")),
+            digits: value.filter(|v| !v.is_nan()).map(|_| number.clone()),
+            table: number,
             threshold: value.and_then(|_| classify(system, def, &place.events, length_ns)),
         });
     }
@@ -120,13 +125,14 @@ fn added(place: &Place) -> Option<u32> {
 fn rows<'a>(
     summary: &'a Summary,
     metrics: &[&'static MetricDef],
+    words: MetricWords,
 ) -> Vec<(&'a Section, &'a PlaceSummary, Vec<Cell>)> {
     let mut rows: Vec<_> = summary
         .sections
         .iter()
         .flat_map(|section| {
             section.places.iter().map(move |place| {
-                let cells = cells(&summary.system, place, section.length_ns, metrics);
+                let cells = cells(&summary.system, place, section.length_ns, metrics, words);
                 (section, place, cells)
             })
         })
@@ -135,10 +141,12 @@ fn rows<'a>(
     rows
 }
 
-/// The table's body: the heading of units (after the time and place columns), then the rows,
-/// each classified value in its threshold's colour when `colour` is on.
-pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef], colour: bool) {
-    let rows = rows(summary, metrics);
+/// The table's body: the heading of units (after the time and place columns; beside perf's
+/// default events, perf 7.2's default metrics' words, as the table's metric column has them),
+/// then the rows, each classified value in its threshold's colour when the report colours.
+pub fn table(out: &mut String, report: &Report, summary: &Summary) {
+    let rows = rows(summary, &report.metrics, report.words);
+    let colour = report.colour;
     let Some((first_section, first_place, first)) = rows.first() else {
         return;
     };
@@ -185,7 +193,7 @@ pub fn table(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]
 /// one line of values per row (empty where not counted); each field ends with SEP, the last
 /// too, as perf 6.1's and 7.2's `print_metric_only_csv` and `print_metric_header` end them.
 pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'static MetricDef]) {
-    let rows = rows(summary, metrics);
+    let rows = rows(summary, metrics, MetricWords::Perf61);
     let Some((first_section, first_place, first)) = rows.first() else {
         return;
     };
@@ -220,7 +228,7 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
 /// `{"CPUs utilized" : 0.440, ...}`), after `interval`, the place and, where CPUs were added
 /// up, `counters` (perf 7.2's key).
 pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static MetricDef]) {
-    for (section, place, cells) in rows(summary, metrics) {
+    for (section, place, cells) in rows(summary, metrics, MetricWords::Perf61) {
         let mut fields: Vec<String> = Vec::new();
         if let Some(at_ns) = section.at_ns {
             fields.push(format!(
@@ -245,8 +253,19 @@ pub fn json_lines(out: &mut String, summary: &Summary, metrics: &[&'static Metri
 
 #[cfg(test)]
 mod tests {
+    use super::super::arguments::parse;
     use super::super::summary::tests::run;
     use super::*;
+
+    /// A report of `--metric-only` in `words`, without colour.
+    fn report(words: MetricWords) -> Report {
+        let args = parse(&["--metric-only", "true"]).unwrap();
+        Report {
+            words,
+            colour: false,
+            ..Report::of(&args, &[])
+        }
+    }
 
     fn one_run() -> Summary {
         Summary::of(&[run(
@@ -262,7 +281,7 @@ mod tests {
     #[test]
     fn the_table_has_a_column_per_metric() {
         let mut out = String::new();
-        table(&mut out, &one_run(), &[], false);
+        table(&mut out, &report(MetricWords::Perf61), &one_run());
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 2, "{out}");
         assert!(lines[0].contains("CPUs utilized"), "{out}");
@@ -312,7 +331,7 @@ mod tests {
         let parsed: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
         assert_eq!(parsed["counters"], 2, "{json}");
         let mut table_text = String::new();
-        table(&mut table_text, &summary, &[], false);
+        table(&mut table_text, &report(MetricWords::Perf61), &summary);
         assert!(
             table_text
                 .lines()

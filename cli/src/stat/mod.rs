@@ -60,6 +60,7 @@ mod cgroups;
 mod control;
 mod counted;
 mod cputype;
+mod default_metrics;
 mod document;
 mod filters;
 mod intervals;

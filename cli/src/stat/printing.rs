@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use counterhal::Error;
 
 use super::arguments::Format;
+use super::default_metrics::{default_metric, generic_metric};
 use super::document;
 use super::metric_only;
 use super::metrics::{Beside, Metric, Style};
@@ -60,45 +61,6 @@ pub fn write(output: Option<OutputFile>, text: &str) -> Result<(), CliError> {
     }
 }
 
-/// perf 7.2's default metric beside a default event (`name`), from the metric perf 6.1
-/// prints beside it: its value, its `printf` format's decimals and its words (unit and
-/// name). perf 7.2's metrics are `pmu-events/arch/common/common/metrics.json`'s of the groups
-/// `Default` to `Default4`, each printed by stat-shadow.c's `generic_metric`: scaled by its
-/// `ScaleUnit`, `%8.1f` and `UNIT  NAME`, or `%8.2f` and `NAME` where it has no unit. `None`
-/// for an event beside which perf 7.2 prints none (`L1-dcache-loads`).
-fn perf72_default_metric(name: &str, metric: &Metric) -> Option<(f64, usize, String)> {
-    let base = name.split(':').next().unwrap_or(name);
-    let per_second = || Some(metric.value * metric_only::rate_factor(&metric.unit)?);
-    let with_unit =
-        |value: f64, unit: &str, name: &str| Some((value, 1, format!("{unit}  {name}")));
-    let share = metric.value / 100.0;
-    match (base, metric.unit.as_str()) {
-        ("task-clock" | "cpu-clock", "CPUs utilized") => {
-            with_unit(metric.value, "CPUs", "CPUs_utilized")
-        }
-        ("context-switches", _) => with_unit(per_second()?, "cs/sec", "cs_per_second"),
-        ("cpu-migrations", _) => {
-            with_unit(per_second()?, "migrations/sec", "migrations_per_second")
-        }
-        ("page-faults", _) => with_unit(per_second()?, "faults/sec", "page_faults_per_second"),
-        ("cycles" | "cpu-cycles", "GHz") => with_unit(metric.value, "GHz", "cycles_frequency"),
-        ("instructions", "insn per cycle") => {
-            with_unit(metric.value, "instructions", "insn_per_cycle")
-        }
-        ("instructions", _) => Some((metric.value, 2, "stalled_cycles_per_instruction".into())),
-        ("branches", _) => with_unit(per_second()? / 1e6, "M/sec", "branch_frequency"),
-        ("branch-misses", _) => with_unit(metric.value, "%", "branch_miss_rate"),
-        ("stalled-cycles-frontend", _) => Some((share, 2, "frontend_cycles_idle".into())),
-        ("stalled-cycles-backend", _) => Some((share, 2, "backend_cycles_idle".into())),
-        ("L1-dcache-load-misses", _) => with_unit(metric.value, "%", "l1d_miss_rate"),
-        ("LLC-load-misses", _) => with_unit(metric.value, "%", "llc_miss_rate"),
-        ("L1-icache-load-misses", _) => with_unit(metric.value, "%", "l1i_miss_rate"),
-        ("dTLB-load-misses", _) => with_unit(metric.value, "%", "dtlb_miss_rate"),
-        ("iTLB-load-misses", _) => with_unit(metric.value, "%", "itlb_miss_rate"),
-        _ => None,
-    }
-}
-
 /// The terminal's codes to move home and clear the screen (`--interval-clear`).
 const CLEAR: &str = "\x1b[H\x1b[2J";
 
@@ -129,7 +91,7 @@ pub fn render_interval(
     };
     match &report.format {
         Format::Table if report.metric_only => {
-            metric_only::table(&mut out, interval, metrics, report.colour);
+            metric_only::table(&mut out, report, interval);
             return without_heading(out);
         }
         Format::Table => {
@@ -189,7 +151,7 @@ fn table(out: &mut String, report: &Report, summary: &Summary) {
     }
     out.push('\n');
     if report.metric_only {
-        metric_only::table(out, summary, &report.metrics, report.colour);
+        metric_only::table(out, report, summary);
     } else {
         for section in &summary.sections {
             section_lines(out, report, &summary.system, section);
@@ -343,18 +305,17 @@ fn section_lines(out: &mut String, report: &Report, system: &System, section: &S
             if let Some(place) = &place.place {
                 _ = write!(line, "{:<11}", place.label());
             }
-            match evaluate(system, def, &place.events, section.length_ns) {
-                Some(value) => {
-                    let threshold = classify(system, def, &place.events, section.length_ns);
-                    let value = thresholds::painted(&format!("{value:>8.3}"), threshold, colour);
-                    _ = write!(
-                        line,
-                        "{:>18} {:<4} {:<32} # {value} {}",
-                        "", "", def.name, def.unit
-                    )
-                }
-                None => _ = write!(line, "{:>18} {:<4} {}", "<not counted>", "", def.name),
-            }
+            // perf 7.2's number (`nan` where the metric's events did not count).
+            let value = evaluate(system, def, &place.events, section.length_ns);
+            let threshold =
+                value.and_then(|_| classify(system, def, &place.events, section.length_ns));
+            let number = generic_metric(value, def.unit);
+            let number = thresholds::painted(&number, threshold, colour);
+            _ = write!(
+                line,
+                "{:>18} {:<4} {:<32} # {number} {}",
+                "", "", def.name, def.unit
+            );
             _ = writeln!(out, "{}", line.trim_end());
         }
     }
@@ -410,9 +371,7 @@ fn table_line(
         _ = write!(line, " {cgroup}");
     }
     let perf72 = match (words, metric) {
-        (MetricWords::Perf72Defaults, Some(metric)) => {
-            Some(perf72_default_metric(&entry.name, metric))
-        }
+        (MetricWords::Perf72Defaults, Some(metric)) => Some(default_metric(&entry.name, metric)),
         _ => None,
     };
     let column = match (perf72, metric) {

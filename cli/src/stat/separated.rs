@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use counterhal_hal::Reading;
 
+use super::default_metrics::generic_metric;
 use super::metrics::{Beside, Metric};
 use super::results::Place;
 use super::summary::{EventSummary, Section, Summary};
@@ -145,11 +146,12 @@ pub fn csv(out: &mut String, separator: &str, summary: &Summary, metrics: &[&'st
             Row::Metric(m) => {
                 // Perf's seven fields, with the metric's name where the event's stands.
                 let mut fields = lead(m.at_ns, m.place, most_cpus(m.place));
-                let (value, unit) = m
-                    .value
-                    .map_or((String::new(), ""), |v| (format!("{v:.3}"), m.def.unit));
+                // perf 7.2's number, its unit also where the events did not count (perf's
+                // print_metric_csv leaves a `nan` empty).
+                let value = generic_metric(m.value, m.def.unit).replace("nan", "");
                 fields.extend([String::new(), String::new(), m.def.name.to_string()]);
-                fields.extend([String::new(), String::new(), value, unit.to_string()]);
+                let (value, unit) = (value.trim_start().to_string(), m.def.unit.to_string());
+                fields.extend([String::new(), String::new(), value, unit]);
                 _ = writeln!(out, "{}", fields.join(separator));
                 continue;
             }
@@ -354,6 +356,9 @@ mod tests {
         assert_eq!(cycles["metric-unit"], "");
     }
 
+    /// Oracle: perf 7.2.13's stat-shadow.c (`generic_metric`'s `"%8.1f"` for a metric with a
+    /// unit) and stat-display.c (`print_metric_csv`: the number's digits alone, so a `nan` is
+    /// empty, and the unit after it).
     #[test]
     fn metrics_of_dash_m_print_in_the_metric_fields() {
         use counterhal::metrics::portable;
@@ -365,8 +370,11 @@ mod tests {
         let mut text = String::new();
         csv(&mut text, ",", &summary, &metrics);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[3], ",,IPC,,,,", "cycles not counted: {text}");
-        assert_eq!(lines[4], ",,CPUs_utilized,,,0.750,CPUs utilized");
+        assert_eq!(
+            lines[3], ",,IPC,,,,insn per cycle",
+            "cycles not counted: {text}"
+        );
+        assert_eq!(lines[4], ",,CPUs_utilized,,,0.8,CPUs utilized");
         let mut text = String::new();
         json_lines(&mut text, &summary, &metrics);
         let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
