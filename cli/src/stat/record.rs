@@ -13,7 +13,7 @@ use counterhal_hal::SoftwareEvent;
 use super::arguments::StatArgs;
 use super::perf_data::{Attr, RecordedEvent, Recording, encode_file, encode_pipe};
 use super::perf_data_reader::read;
-use super::results::{CommandEnd, Planned, Scale};
+use super::results::{Planned, Scale};
 use super::summary::{EventSummary, PlaceSummary, Section, Summary};
 use crate::error::CliError;
 
@@ -211,29 +211,15 @@ fn summary_of(recording: &Recording) -> Summary {
         })
         .collect();
     let elapsed_ns = recording.elapsed_ns;
-    Summary {
-        events: events.clone(),
-        end: CommandEnd {
-            exit_code: 0,
-            exit_description: "exited with status 0".to_string(),
-            elapsed_ns,
-            user_ns: None,
-            sys_ns: None,
-            note: None,
-        },
-        runs: 1,
-        elapsed_spread: None,
-        elapsed_each_ns: vec![elapsed_ns],
-        sections: vec![Section {
-            at_ns: None,
-            length_ns: elapsed_ns,
-            places: vec![PlaceSummary {
-                place: None,
-                events,
-            }],
+    let section = Section {
+        at_ns: None,
+        length_ns: elapsed_ns,
+        places: vec![PlaceSummary {
+            place: None,
+            events: events.clone(),
         }],
-        system: counterhal_system::System::host(),
-    }
+    };
+    Summary::of_one(events, section, "exited with status 0")
 }
 
 /// What `stat record` writes to: a file, or standard output (`-o -`).

@@ -212,19 +212,26 @@ impl Summary {
     /// One interval of `-I` as a summary of its own, to print as it ends: the run's `events`
     /// as planned, and the interval's section.
     pub fn of_interval(events: &[EventSummary], section: Section) -> Summary {
+        Summary::of_one(events.to_vec(), section, "")
+    }
+
+    /// One stretch counted once (an interval, a recording): `events` over it, `section` as
+    /// it prints (its length the elapsed time), a command that ended as `description` says
+    /// with status 0, and no spread.
+    pub fn of_one(events: Vec<EventSummary>, section: Section, description: &str) -> Summary {
         Summary {
-            events: events.to_vec(),
+            events,
             end: CommandEnd {
                 exit_code: 0,
-                exit_description: String::new(),
+                exit_description: description.to_string(),
                 elapsed_ns: section.length_ns,
                 user_ns: None,
                 sys_ns: None,
                 note: None,
             },
+            elapsed_each_ns: vec![section.length_ns],
             runs: 1,
             elapsed_spread: None,
-            elapsed_each_ns: Vec::new(),
             sections: vec![section],
             system: System::host(),
         }
