@@ -5,15 +5,18 @@
 //! [`switches`] (perf's other switches), [`targets`] (what to count: the command, a process's
 //! threads, threads, CPUs), [`cgroups`] (`-G`, `--for-each-cgroup`: the cgroup of each event) and
 //! [`cgroup_pattern`] (`--for-each-cgroup`'s regular expressions), [`pacing`] (intervals, timeouts, `-D`, the timer that stands for
-//! a command), [`control`] (`--control`'s commands), [`windows`] (when each event counts: `-D`, `--control`), [`tool`] (perf's tool events), [`boxes`] (a PMU event on each PMU it names and its
+//! a command), [`control`] (`--control`'s commands), [`windows`] (when each event counts: `-D`, `--control`), [`tool`] (perf's tool events), [`plan`] (the events planned: each asked for, then
+//! resolved), [`boxes`] (a PMU event on each PMU it names and its
 //! cpumask's CPUs, merged into one line), [`results`] (what a run yields), [`counted`] and
 //! [`attached`] (the two ways of counting), [`measurement`] (the backend, the events, the
 //! path, repeats, the tool events' values), [`summary`] (means, spreads, times, intervals and
 //! places), [`topology`] (`--per-core` and its kind), [`metrics`] (perf's metric column),
 //! [`named_metrics`] (`-M`: the library's [`counterhal::metrics`], over the event
 //! database's metrics and their machine facts), [`separated`] (perf's `-x` and `-j` lines),
-//! [`metric_only`] (`--metric-only`), [`document`] (the `--json` document) and [`printing`]
-//! (the table, and where the results go), [`intervals`] (`-I`'s intervals, printed as they
+//! [`metric_only`] (`--metric-only`), [`default_metrics`] (perf 7.2's metric words and
+//! digits), [`document`] (the `--json` document) and [`printing`] (the table, and where the
+//! results go), each taking one [`report`] made from the arguments (none reads them),
+//! [`intervals`] (`-I`'s intervals, printed as they
 //! end), [`verbose`] (`-v`, `--no-scale`), [`plot`]
 //! (`--plot`), [`model`] (`--model`: a device model fed steady work) and [`record`] (`stat
 //! record` and `stat report`) with [`perf_data`] and [`perf_data_reader`] (perf's stat
@@ -105,7 +108,7 @@ use self::arguments::USAGE;
 pub use self::arguments::{HELP, StatArgs};
 use self::intervals::Intervals;
 use self::named_metrics::MetricDef;
-use self::plan::{EventPlan, PlannedEvent, PlannedGroup};
+use self::plan::{EventPlan, PlannedEvent, PlannedGroup, RequestedEvent};
 use self::summary::{EventSummary, Summary};
 use self::targets::Targets;
 use crate::error::CliError;
@@ -409,31 +412,37 @@ fn plan_counting<B: Backend>(
     weak_events.resize(names.len(), false);
     // --filter's filter of each event, before --for-each-cgroup copies them.
     let filters = filters::of_events(args, names.len()).map_err(|e| CliError::usage(e, USAGE))?;
-    // -G's cgroup of each event, or --for-each-cgroup's copies of every event.
+    // -G's cgroup of each event, or --for-each-cgroup's copies of every event (each copy with
+    // its original's filter and weak group).
     let (names, groups, cgroup_names) =
         cgroups::of_events(args, names, groups).map_err(|e| CliError::usage(e, USAGE))?;
-    let filters: Vec<Option<String>> = (0..names.len())
-        .map(|i| filters[i % filters.len().max(1)].clone())
-        .collect();
-    let weak_events: Vec<bool> = (0..names.len())
-        .map(|i| weak_events.get(i % weak_events.len().max(1)) == Some(&true))
+    let requested: Vec<RequestedEvent> = names
+        .into_iter()
+        .zip(cgroup_names)
+        .enumerate()
+        .map(|(i, (name, cgroup))| RequestedEvent {
+            name,
+            filter: filters.get(i % filters.len().max(1)).cloned().flatten(),
+            weak: weak_events.get(i % weak_events.len().max(1)) == Some(&true),
+            cgroup,
+        })
         .collect();
     // Each PMU event on the boxes it names, each box on its PMU's CPUs, merged into one line
     // per event after counting (unless --no-merge).
+    let names: Vec<String> = requested.iter().map(|event| event.name.clone()).collect();
     let boxes = boxes::Boxes::of(&names, backend, !args.more.no_merge)
         .map_err(|e| CliError::usage(e, measurement::EVENT_USAGE))?;
-    let (groups, filters) = (boxes.groups(&groups), boxes.spread(&filters));
-    let weak_events = boxes.spread(&weak_events);
+    let (groups, requested) = (boxes.groups(&groups), boxes.spread(&requested));
     let groups = groups
         .into_iter()
         .map(|members| PlannedGroup {
-            weak: members.first().is_some_and(|&first| weak_events[first]),
+            weak: members.first().is_some_and(|&first| requested[first].weak),
             members,
         })
         .collect();
-    let (cgroup_names, names) = (boxes.spread(&cgroup_names), boxes.names().to_vec());
+    let cgroup_names: Vec<Option<String>> = requested.iter().map(|e| e.cgroup.clone()).collect();
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
-    let mut events = measurement::plan(backend, &names)?;
+    let mut events = measurement::plan(backend, boxes.names())?;
     if let Some(cputype) = args.more.cputype() {
         let devices = match backend.capabilities().sysfs_pmus() {
             true => Some(args.sysfs.devices()?),
@@ -454,18 +463,16 @@ fn plan_counting<B: Backend>(
         return Err(CliError::failed(why));
     }
     measurement::rename(&mut events, &shown_as);
+    let filters: Vec<Option<String>> = requested.iter().map(|e| e.filter.clone()).collect();
     filters::apply(&mut events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     filters::check(backend, &events, &filters).map_err(|e| CliError::usage(e, USAGE))?;
     let events = events
         .into_iter()
-        .zip(cgroup_names.into_iter().zip(cgroup_dirs))
+        .zip(requested.into_iter().zip(cgroup_dirs))
         .zip(boxes.cpus().iter().cloned().chain(std::iter::repeat(None)))
-        .map(|((what, cgroup), cpus)| PlannedEvent {
+        .map(|((what, (asked, dir)), cpus)| PlannedEvent {
             what,
-            cgroup: match cgroup {
-                (Some(name), Some(dir)) => Some((name, dir)),
-                _ => None,
-            },
+            cgroup: asked.cgroup.zip(dir),
             cpus,
         })
         .collect();

@@ -9,6 +9,20 @@ use counterhal_hal::CpuList;
 
 use super::results::Planned;
 
+/// One event as the command line asks for it, before it is resolved: each of
+/// `--for-each-cgroup`'s copies its own, and each box of a PMU event (its original's copy).
+#[derive(Clone, Debug)]
+pub struct RequestedEvent {
+    /// Its name (a box's, as perf names a box's line).
+    pub name: String,
+    /// Its tracepoint filter (`--filter`).
+    pub filter: Option<String>,
+    /// Whether it leads a weak group (`{a,b}:W`).
+    pub weak: bool,
+    /// The name of the cgroup it counts in (`-G`, `--for-each-cgroup`).
+    pub cgroup: Option<String>,
+}
+
 /// One event as planned.
 pub struct PlannedEvent {
     /// What it counts: resolved, unsupported here, or one of perf's tool events.
