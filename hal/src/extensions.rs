@@ -7,7 +7,7 @@ use std::fmt;
 
 use crate::{
     Backend, BackendTarget, CgroupCapability, CpuList, DeviceKind, EventRequest, EventSet,
-    GeneralizedEvent, Group, OpenOptions, ResolvedEvent, Result, SamplingCapability, Unit,
+    GeneralizedEvent, Group, OpenOptions, ResolvedEvent, Result, SamplingCapability,
 };
 
 /// The events a backend lists itself: what the generalized events and its own names are,
@@ -32,7 +32,8 @@ pub trait PmuTopology {
 
     /// The boxes a PMU event opens on (`uncore_imc/cas_count_read/` on `uncore_imc_0`,
     /// `uncore_imc_1`, ...: each PMU perf's wildcard names that takes its terms), as perf
-    /// opens one event per box; `None` where `event` names no PMU's boxes here (no PMU
+    /// opens one event per box, each box's event resolved there ([`PmuBox::event`], as perf
+    /// parses the terms once per box); `None` where `event` names no PMU's boxes here (no PMU
     /// syntax, or terms only the backend's tables read: the event is one of its own).
     ///
     /// # Errors
@@ -44,7 +45,9 @@ pub trait PmuTopology {
     }
 }
 
-/// One box a PMU event opens on ([`PmuTopology::boxes`]).
+/// One box a PMU event opens on ([`PmuTopology::boxes`]), with the event as the backend
+/// resolved it there: a face counts the box with [`PmuBox::event`] and never resolves the
+/// box's name again.
 #[non_exhaustive]
 #[derive(Clone, Debug)]
 pub struct PmuBox {
@@ -54,23 +57,25 @@ pub struct PmuBox {
     pub name: Option<String>,
     /// The CPUs a count over every CPU opens it on (the PMU's `cpumask`); `None`: every CPU.
     pub cpus: Option<CpuList>,
-    /// How its count is shown (its alias's scale and unit), where its PMU says.
-    pub unit: Option<Unit>,
+    /// The event on this box, resolved: named as perf names a box's line
+    /// (`uncore_imc_0/cas_count_read/`, or its `name=` term), its unit its alias's scale
+    /// and unit where its PMU says.
+    pub event: ResolvedEvent,
 }
 
 impl PmuBox {
-    /// The box of PMU `pmu`, its name, CPUs and unit.
+    /// The box of PMU `pmu`, its name, CPUs and event as resolved there.
     pub fn new(
         pmu: String,
         name: Option<String>,
         cpus: Option<CpuList>,
-        unit: Option<Unit>,
+        event: ResolvedEvent,
     ) -> PmuBox {
         PmuBox {
             pmu,
             name,
             cpus,
-            unit,
+            event,
         }
     }
 }

@@ -82,11 +82,30 @@ impl PmuTopology for LinuxBackend {
             opens
                 .into_iter()
                 .map(|open| {
+                    // Named as perf names the box's line, or by its `name=` term, as
+                    // resolving the box's own name names it.
+                    let shown = open
+                        .name
+                        .clone()
+                        .unwrap_or_else(|| box_name(event, &open.pmu));
                     let unit = open.unit();
-                    PmuBox::new(open.pmu, open.name, open.cpus, unit)
+                    let mut resolved =
+                        ResolvedEvent::single(EventRequest::new(shown, Encoding::Perf(open.attr)));
+                    resolved.unit = unit;
+                    PmuBox::new(open.pmu, open.name, open.cpus, resolved)
                 })
                 .collect()
         }))
+    }
+}
+
+/// perf's name of a box's line (`uniquify_event_name`, tools/perf/util/stat-display.c): the
+/// box's PMU, then the event from its first `/` (`imc/cas_count_read/u` on `uncore_imc_0` is
+/// `uncore_imc_0/cas_count_read/u`).
+fn box_name(event: &str, pmu: &str) -> String {
+    match event.find('/') {
+        Some(at) => format!("{pmu}{}", &event[at..]),
+        None => event.to_string(),
     }
 }
 
@@ -105,4 +124,50 @@ fn summed(event: &str, opens: Vec<sysfs::PmuEvent>) -> ResolvedEvent {
         })
         .collect();
     ResolvedEvent::new(event, terms, unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use counterhal_events::Database;
+    use counterhal_hal::{Backend, BackendExt};
+
+    use super::super::assemble;
+    use crate::paths::SystemPaths;
+
+    /// Oracle: perf 6.1's `parse_events_add_pmu`, which parses a wildcard's terms once per
+    /// box, and its `uniquify_event_name`, which names each box's line; under the Sapphire
+    /// Rapids tree. Each box carries its event as resolved there, equal to what resolving the
+    /// box's line name gives (so a face need not resolve it again), named by `name=` where
+    /// the terms give one.
+    #[test]
+    fn each_box_carries_its_event_as_its_own_name_resolves() {
+        let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/machines/spr-2s/bus/event_source/devices");
+        let spr = assemble::on_sysfs(
+            Arc::new(Database::shipped().unwrap()),
+            Some("spr".to_string()),
+            SystemPaths {
+                pmu_devices: devices,
+                tracefs: Vec::new(),
+                ..SystemPaths::default()
+            },
+        );
+        let boxes = spr.pmu_boxes("imc/cas_count_read/k").unwrap().unwrap();
+        assert_eq!(boxes.len(), 4);
+        for pmu_box in &boxes {
+            let line = format!("{}/cas_count_read/k", pmu_box.pmu);
+            assert_eq!(pmu_box.event.name, line);
+            assert_eq!(pmu_box.event, spr.resolve(&line).unwrap());
+            assert_eq!(pmu_box.event.unit.as_ref().unwrap().name, "MiB");
+        }
+        let named = spr.pmu_boxes("imc/cas_count_write,name=writes/").unwrap();
+        let named = named.unwrap();
+        assert_eq!(named[1].event.name, "writes");
+        let line = format!("{}/cas_count_write,name=writes/", named[1].pmu);
+        assert_eq!(named[1].event, spr.resolve(&line).unwrap());
+        assert_eq!(spr.pmu_boxes("task-clock").map(|b| b.is_ok()), None);
+    }
 }

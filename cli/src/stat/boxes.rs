@@ -12,7 +12,7 @@
 //! [`Boxes::merge_run`] and [`Boxes::merge_counts`] then fold each event's boxes into its line.
 
 use counterhal::Error;
-use counterhal_hal::{Backend, BackendExt, CpuList, Reading, sum_readings};
+use counterhal_hal::{Backend, BackendExt, CpuList, Reading, ResolvedEvent, sum_readings};
 
 use super::results::{Counts, EventResult, Run, Scale, is_absent, not_opened_here};
 
@@ -27,6 +27,9 @@ pub struct Boxes {
     cpus: Vec<Option<CpuList>>,
     /// One per box: how its count is shown (its alias's scale and unit).
     scales: Vec<Option<Scale>>,
+    /// One per box: its event as the backend resolved it on the box (a PMU event's box);
+    /// `None` for an event that is its own box, resolved when planned.
+    events: Vec<Option<ResolvedEvent>>,
     /// The events of the command line, whose lines the boxes merge into.
     given: Vec<String>,
     /// Whether each event's boxes print as one line (perf's default; not with `--no-merge`).
@@ -67,23 +70,41 @@ impl Boxes {
                     index,
                     box_name(name, &pmu_box.pmu),
                     pmu_box.cpus,
-                    pmu_box.unit,
+                    Some(pmu_box.event),
                 );
             }
         }
         Ok(boxes)
     }
 
-    fn push(&mut self, origin: usize, name: String, cpus: Option<CpuList>, scale: Option<Scale>) {
+    fn push(
+        &mut self,
+        origin: usize,
+        name: String,
+        cpus: Option<CpuList>,
+        event: Option<ResolvedEvent>,
+    ) {
         self.origin.push(origin);
         self.names.push(name);
         self.cpus.push(cpus);
-        self.scales.push(scale);
+        self.scales
+            .push(event.as_ref().and_then(|event| event.unit.clone()));
+        self.events.push(event);
     }
 
-    /// The boxes' names, in order: what is planned and counted.
+    /// The boxes' names, in order.
+    #[cfg(test)]
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// What is planned and counted, box by box: its name, and its event where the backend
+    /// resolved it on its box (not to be resolved again).
+    pub fn to_plan(&self) -> impl Iterator<Item = (&str, Option<&ResolvedEvent>)> {
+        self.names
+            .iter()
+            .zip(&self.events)
+            .map(|(name, event)| (name.as_str(), event.as_ref()))
     }
 
     /// The boxes' CPUs: each box's PMU's cpumask, where it has one.
@@ -357,6 +378,62 @@ mod tests {
         named.merge_run(&mut one);
         assert_eq!(one.events[0].name, "writes");
         assert_eq!(one.events[0].outcome.as_ref().unwrap().value, 10);
+    }
+
+    /// A backend that resolves through the Linux backend on a test machine's tree and keeps
+    /// each name it was asked to resolve.
+    #[cfg(target_os = "linux")]
+    struct Counting {
+        through: counterhal::Chosen,
+        asked: std::cell::RefCell<Vec<String>>,
+    }
+
+    #[cfg(target_os = "linux")]
+    impl Backend for Counting {
+        type Group = <counterhal::Chosen as Backend>::Group;
+
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        fn capabilities(&self) -> &counterhal_hal::Capabilities {
+            self.through.capabilities()
+        }
+        fn resolve(&self, event: &str) -> counterhal_hal::Result<ResolvedEvent> {
+            self.asked.borrow_mut().push(event.to_string());
+            self.through.resolve(event)
+        }
+        fn open(
+            &self,
+            events: &[counterhal_hal::EventRequest],
+            target: &counterhal_hal::BackendTarget,
+            options: &counterhal_hal::OpenOptions,
+        ) -> counterhal_hal::Result<Self::Group> {
+            self.through.open(events, target, options)
+        }
+        fn extensions(&self) -> counterhal_hal::Extensions<'_> {
+            self.through.extensions()
+        }
+    }
+
+    /// Oracle: perf 6.1's `parse_events_add_pmu`, which parses a wildcard's terms once per
+    /// box. The plan counts each box with the event the backend resolved on it
+    /// ([`counterhal_hal::PmuBox::event`]) and resolves only the events that are their own
+    /// box; what it plans for a box is what resolving the box's name gives.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_box_is_resolved_once_by_the_backend_not_again_by_the_plan() {
+        let spr = Counting {
+            through: machine("spr-2s"),
+            asked: Default::default(),
+        };
+        let given = names(&["imc/cas_count_read/", "task-clock"]);
+        let boxes = Boxes::of(&given, &spr, true).unwrap();
+        let planned = crate::stat::measurement::plan(&spr, boxes.to_plan()).unwrap();
+        assert_eq!(*spr.asked.borrow(), ["task-clock"]);
+        assert_eq!(planned.len(), 5);
+        let first = planned[0].ready().unwrap();
+        assert_eq!(first.name, "uncore_imc_0/cas_count_read/");
+        assert_eq!(*first, spr.through.resolve(&first.name).unwrap());
     }
 
     #[test]

@@ -20,7 +20,9 @@ use counterhal::advanced::AnyBackend;
 use counterhal::advanced::Follow;
 use counterhal::{Context, Error, ErrorKind, Registration};
 use counterhal_hal::Backend;
-use counterhal_hal::{BackendTarget, Countable, Reading, Scope, countable_form, user_space_note};
+use counterhal_hal::{
+    BackendTarget, Countable, Reading, ResolvedEvent, Scope, countable_form, user_space_note,
+};
 
 use super::attached::run_on_targets;
 use super::counted::run_counted_command;
@@ -59,15 +61,22 @@ pub fn choose_backend(
 pub const EVENT_USAGE: &str = "-e EVENT: see `counterhal list` for the events available here";
 
 /// Resolves every name (perf's tool events, `duration_time`, `user_time` and `system_time`,
-/// are planned as such); unknown names are errors (exit 2), names that are valid but not
-/// countable here are planned as unsupported.
+/// are planned as such), or takes the event its PMU box already resolved to
+/// ([`Boxes::to_plan`](super::boxes::Boxes::to_plan), resolved once); unknown names are
+/// errors (exit 2), names that are valid but not countable here are planned as unsupported.
 ///
 /// # Errors
 /// [`ErrorKind::InvalidEvent`] for a name no database or backend knows, as bad input.
-pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, CliError> {
-    names
-        .iter()
-        .map(|name| {
+pub fn plan<'a, B: Backend>(
+    backend: &B,
+    events: impl IntoIterator<Item = (&'a str, Option<&'a ResolvedEvent>)>,
+) -> Result<Vec<Planned>, CliError> {
+    events
+        .into_iter()
+        .map(|(name, resolved)| {
+            if let Some(event) = resolved {
+                return Ok(Planned::Ready(event.clone()));
+            }
             if let Some(tool) = Tool::named(name) {
                 return Ok(Planned::Tool(tool));
             }
@@ -77,7 +86,7 @@ pub fn plan<B: Backend>(backend: &B, names: &[String]) -> Result<Vec<Planned>, C
                     Err(CliError::usage(e, EVENT_USAGE))
                 }
                 Err(error) => Ok(Planned::Unsupported {
-                    name: name.clone(),
+                    name: name.to_string(),
                     error,
                 }),
             }

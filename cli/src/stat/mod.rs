@@ -442,7 +442,7 @@ fn plan_counting<B: Backend>(
         .collect();
     let cgroup_names: Vec<Option<String>> = requested.iter().map(|e| e.cgroup.clone()).collect();
     let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
-    let mut events = measurement::plan(backend, boxes.names())?;
+    let mut events = measurement::plan(backend, boxes.to_plan())?;
     if let Some(cputype) = args.more.cputype() {
         let devices = match backend.capabilities().sysfs_pmus() {
             true => Some(args.sysfs.devices()?),
