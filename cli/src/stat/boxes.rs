@@ -8,8 +8,10 @@
 //! times the alias's `.scale`, in its `.unit` (`Joules`, `MiB`).
 //!
 //! [`Boxes`] holds the plan: which counted event (a box) comes from which event of the command
-//! line, on which CPUs, shown how. The measurement counts the boxes as events of their own;
-//! [`Boxes::merge_run`] and [`Boxes::merge_counts`] then fold each event's boxes into its line.
+//! line, on which CPUs, shown how, and the event the backend resolved on each box (planned as
+//! it is, [`Boxes::to_plan`], never resolved again). The measurement counts the boxes as
+//! events of their own; [`Boxes::merge_run`] and [`Boxes::merge_counts`] then fold each
+//! event's boxes into its line.
 
 use counterhal::Error;
 use counterhal_hal::{Backend, BackendExt, CpuList, Reading, ResolvedEvent, sum_readings};
