@@ -90,6 +90,9 @@ pub struct GenMetrics {
     pub events: Vec<(String, String)>,
     /// The metrics, sorted by name.
     pub metrics: Vec<GenMetric>,
+    /// perf's JSON's mean retire latency of each event that has one, sorted by event
+    /// (`[retire_latency]`, which a formula's `EVENT:R` reads).
+    pub retire_latency: Vec<(String, f64)>,
     /// More lines of the header (more sources, what was added or left out), each written
     /// after `# `.
     pub notes: Vec<String>,
@@ -375,6 +378,7 @@ pub(crate) fn table(
         },
         events: Vec::new(),
         metrics,
+        retire_latency: Vec::new(),
         notes: Vec::new(),
     })
 }
@@ -396,6 +400,12 @@ pub fn metrics_toml(table: &GenMetrics) -> String {
         out.push_str("\n[events]\n");
         for (name, raw) in &table.events {
             let _ = writeln!(out, "{} = {}", quoted(name), quoted(raw));
+        }
+    }
+    if !table.retire_latency.is_empty() {
+        out.push_str("\n[retire_latency]\n");
+        for (event, mean) in &table.retire_latency {
+            let _ = writeln!(out, "{} = {mean:?}", quoted(event));
         }
     }
     for metric in &table.metrics {

@@ -50,6 +50,11 @@ pub struct PerfTable {
     pub script: Option<String>,
     /// Whether the tree's common metrics were read (Linux 6.15 on has them).
     pub common: bool,
+    /// The directory's events with a `RetirementLatencyMean` (Granite Rapids' in 7.2), each
+    /// with it: what `perf stat` reads for `EVENT:R` without `--record-tpebs`
+    /// (`evsel__tpebs_read`, tools/perf/util/intel-tpebs.c); sorted by event. None for the
+    /// Atom cores' table.
+    pub retire_latency: Vec<(String, f64)>,
 }
 
 /// perf's common metrics that counterhal's portable metrics of the same name answer on every
@@ -167,6 +172,7 @@ fn read_metrics(
         .collect();
     files.sort();
     let mut entries: Vec<(Origin, Value)> = Vec::new();
+    let mut latencies: Vec<(String, f64)> = Vec::new();
     for file in &files {
         for entry in read_array(file)? {
             if entry.get("MetricName").is_some() {
@@ -175,9 +181,16 @@ fn read_metrics(
                     _ => Origin::Json,
                 };
                 entries.push((origin, entry));
+            } else if let Some(mean) = retirement_latency_mean(&entry)
+                && !atom
+                && text(&entry, "Unit") != "cpu_atom"
+            {
+                latencies.push((text(&entry, "EventName").to_string(), mean));
             }
         }
     }
+    latencies.sort_by(|a, b| a.0.cmp(&b.0));
+    latencies.dedup_by(|a, b| a.0 == b.0);
     let pmu_events = x86.join("../..");
     let script = script_for(dir);
     let mut ran = None;
@@ -205,6 +218,7 @@ fn read_metrics(
         dir: dir.to_string(),
         script: ran,
         common: has_common,
+        retire_latency: latencies,
         ..PerfTable::default()
     };
     let mut kept: Vec<(String, Origin)> = Vec::new();
@@ -327,6 +341,16 @@ fn threshold(entry: &Value) -> Option<String> {
         "" => None,
         threshold => convert(threshold, true).ok(),
     }
+}
+
+/// An event entry's `RetirementLatencyMean` (a number, or a number as a string), where it has
+/// a name and a finite one.
+fn retirement_latency_mean(entry: &Value) -> Option<f64> {
+    let mean = entry.get("RetirementLatencyMean")?;
+    let mean = mean
+        .as_f64()
+        .or_else(|| mean.as_str().and_then(|s| s.trim().parse().ok()))?;
+    (mean.is_finite() && !text(entry, "EventName").is_empty()).then_some(mean)
 }
 
 fn text<'v>(entry: &'v Value, key: &str) -> &'v str {

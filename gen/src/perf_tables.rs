@@ -150,6 +150,7 @@ pub fn kernel(
             table.events = read_events(&table.metrics, &amd_events(&x86.join(dir))?);
         }
         table.notes = left_out_lines(&perf);
+        table.retire_latency.clone_from(&perf.retire_latency);
         out.push(table);
     }
     for &(model, dir) in ATOM_MODELS {
@@ -276,6 +277,13 @@ pub fn merge(ours: &mut GenMetrics, perf: &PerfTable, version: &str) {
         ));
     }
     ours.notes.extend(left_out_lines(perf));
+    if !perf.retire_latency.is_empty() {
+        ours.notes.push(format!(
+            "{release}: {} events' `RetirementLatencyMean` ([retire_latency])",
+            perf.retire_latency.len()
+        ));
+        ours.retire_latency.clone_from(&perf.retire_latency);
+    }
 }
 
 /// How a formula reads our metric `name` for a metric of perf's whose value is `factor` times

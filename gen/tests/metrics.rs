@@ -101,3 +101,58 @@ fn bad_snapshots_say_what_is_wrong() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Oracle: perf 7.2's Granite Rapids JSON (linux-source-7.2 7.2.13-1, Debian:
+/// tools/perf/pmu-events/arch/x86/graniterapids/frontend.json), whose events carry
+/// `RetirementLatencyMean` beside `RetirementLatencyMin` and `Max` (as a number; perfmon's
+/// converter has written it as a string too). The directory's events with a mean become the
+/// table's `[retire_latency]`, which the events' reader loads; the Atom cores' entries and
+/// events without one are left out.
+#[test]
+fn perfs_retirement_latency_means_become_the_tables() {
+    let dir = std::env::temp_dir().join(format!("counterhal-gen-rl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("graniterapids")).unwrap();
+    std::fs::write(
+        dir.join("graniterapids/frontend.json"),
+        r#"[
+  {"EventName": "FRONTEND_RETIRED.L2_MISS", "EventCode": "0xc6", "UMask": "0x3",
+   "RetirementLatencyMax": 5068, "RetirementLatencyMean": 137.41, "RetirementLatencyMin": 0},
+  {"EventName": "FRONTEND_RETIRED.MS_FLOWS", "RetirementLatencyMean": "77.14"},
+  {"EventName": "FRONTEND_RETIRED.ATOM", "Unit": "cpu_atom", "RetirementLatencyMean": 9},
+  {"EventName": "INST_RETIRED.ANY", "EventCode": "0xc0"},
+  {"MetricName": "l2_miss_cost",
+   "MetricExpr": "FRONTEND_RETIRED.L2_MISS * FRONTEND_RETIRED.L2_MISS:R / cycles"}
+]"#,
+    )
+    .unwrap();
+    let perf = counterhal_gen::perf_metrics::read_dir(&dir, "graniterapids", None).unwrap();
+    assert_eq!(
+        perf.retire_latency,
+        [
+            ("FRONTEND_RETIRED.L2_MISS".to_string(), 137.41),
+            ("FRONTEND_RETIRED.MS_FLOWS".to_string(), 77.14)
+        ]
+    );
+    let mut tables = metrics::perfmon(&data("perfmon"), COMMIT).unwrap();
+    tables[0].model = "gnr".to_string();
+    perf_tables::merge_all(
+        &mut tables,
+        &dir,
+        "linux-source-7.2 7.2.13-1 (Debian)",
+        None,
+    )
+    .unwrap();
+    let text = metrics_toml(&tables[0]);
+    assert!(
+        text.contains(
+            "\n[retire_latency]\n\"FRONTEND_RETIRED.L2_MISS\" = 137.41\n\
+             \"FRONTEND_RETIRED.MS_FLOWS\" = 77.14\n"
+        ),
+        "{text}"
+    );
+    let table = counterhal_events::parse_metrics("fixture", &text).unwrap();
+    assert_eq!(table.retire_latency["FRONTEND_RETIRED.L2_MISS"], 137.41);
+    assert_eq!(table.retire_latency.len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -132,12 +132,14 @@ crate::row! {
     /// One model's table: its id, its events' other names (`EVENTS[..]`), its metrics
     /// (`METRICS[..]`), the names perf's releases give them (`METRIC_ALIASES[..]`: alias,
     /// metric as its index among the table's, release as an index of `RELEASES`, sorted by
-    /// alias).
+    /// alias), its events' mean retire latencies (`RETIRE_LATENCIES[..]`: event, latency as an
+    /// index of `NUMBERS`).
     struct MetricsTable {
         model: Str,
         events: (u16, u16),
         metrics: (u16, u16),
         aliases: (u16, u16),
+        latencies: (u16, u16),
     }
 }
 
@@ -180,6 +182,7 @@ fn number(index: u16) -> f64 {
 pub(super) struct Shipped {
     pub(super) events: Vec<(Cow<'static, str>, Cow<'static, str>)>,
     pub(super) metrics: Vec<ShippedMetric>,
+    pub(super) latencies: Vec<(Cow<'static, str>, f64)>,
 }
 
 /// One metric of a [`Shipped`] table.
@@ -218,6 +221,11 @@ pub(super) fn table(model: &str) -> Option<Shipped> {
                 unit: units.get(usize::from(entry.unit)).map_or("", Str::text),
                 threshold: (entry.threshold != NO_THRESHOLD).then_some(u32::from(entry.threshold)),
             })
+            .collect(),
+        latencies: crate::table!(Metrics, (Str, u16), "RETIRE_LATENCIES")
+            .range(table.latencies)
+            .iter()
+            .map(|(event, latency)| (Cow::Borrowed(event.text()), number(latency)))
             .collect(),
     })
 }

@@ -18,6 +18,10 @@ pub(crate) struct MetricFile {
     pub(crate) events: BTreeMap<String, String>,
     #[serde(default, rename = "metric")]
     pub(crate) metrics: Vec<MetricEntry>,
+    /// Each event's mean retire latency in cycles (perf's JSON `RetirementLatencyMean`), which
+    /// a formula's `EVENT:R` reads.
+    #[serde(default)]
+    pub(crate) retire_latency: BTreeMap<String, f64>,
 }
 
 /// One `[[metric]]` of a file.
@@ -94,6 +98,11 @@ pub(crate) fn read(name: &str, text: &str) -> Result<(MetricFile, Vec<Parsed>), 
 }
 
 fn check(name: &str, file: &MetricFile) -> Result<Vec<Expr>, Invalid> {
+    if let Some((event, latency)) = file.retire_latency.iter().find(|(_, l)| !l.is_finite()) {
+        return Err(invalid(format!(
+            "{name}: retire_latency `{event}`: {latency} is not a finite number of cycles"
+        )));
+    }
     let mut index: HashMap<&str, usize> = HashMap::with_capacity(file.metrics.len());
     let mut formulas = Vec::with_capacity(file.metrics.len());
     for (i, metric) in file.metrics.iter().enumerate() {

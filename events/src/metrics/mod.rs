@@ -165,6 +165,10 @@ pub struct MetricTable {
     pub events: BTreeMap<Cow<'static, str>, Cow<'static, str>>,
     /// The metrics, in the file's order.
     pub metrics: Vec<Metric>,
+    /// Each event's mean retire latency in cycles, perf's JSON `RetirementLatencyMean`: what
+    /// perf 7.2's `perf stat` reads for a formula's `EVENT:R` without `--record-tpebs`
+    /// (`evsel__tpebs_read`, tools/perf/util/intel-tpebs.c); an event without one reads 0.
+    pub retire_latency: BTreeMap<Cow<'static, str>, f64>,
 }
 
 impl MetricTable {
@@ -252,6 +256,11 @@ fn read_metrics(name: &str, text: &str) -> Result<MetricTable> {
                     .zip(parsed.threshold)
                     .map(|(text, parsed)| Formula::Written { text, parsed }),
             })
+            .collect(),
+        retire_latency: table
+            .retire_latency
+            .into_iter()
+            .map(|(event, latency)| (Cow::Owned(event), latency))
             .collect(),
     })
 }
@@ -367,6 +376,7 @@ pub fn shipped_metrics(id: &str) -> Result<Option<&'static MetricTable>> {
                     threshold: m.threshold.map(Formula::Shipped),
                 })
                 .collect(),
+            retire_latency: shipped.latencies.into_iter().collect(),
         })
     });
     Ok(table.as_ref())

@@ -13,6 +13,8 @@
 //!   (`data/generated/metric_aliases/ID.toml`, counterhal-gen's `metric-names`): each alias,
 //!   the metric it names (its index among the table's) and the release (of `RELEASES`), a
 //!   table's sorted by alias; `UNITS`: the metrics' units, each once;
+//! - `RETIRE_LATENCIES`: each table's events' mean retire latencies (the file's
+//!   `[retire_latency]`), the latency by index of `NUMBERS`, a table's sorted by event;
 //! - `METRICS_TABLES`: one per model, sorted by model id.
 
 use std::collections::{BTreeMap, HashMap};
@@ -157,7 +159,7 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
     };
     let mut groups: Lists<Str> = Lists::default();
     let (mut metrics, mut events, mut table_rows) = (Vec::new(), Vec::new(), Vec::new());
-    let mut alias_rows = Vec::new();
+    let (mut alias_rows, mut latency_rows) = (Vec::new(), Vec::new());
     let (mut units, mut releases): (Values<Str>, Values<Str>) = Default::default();
     for model in &models {
         let path = dir.join(format!("{model}.toml"));
@@ -204,6 +206,10 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
                 u8::try_from(releases.add(w.string(&release))).expect("at most 256 releases");
             alias_rows.push((w.string(&alias), short(index, "a table's metrics"), release));
         }
+        let first_latency = latency_rows.len();
+        for (event, &latency) in &file.retire_latency {
+            latency_rows.push((w.string(event), w.number(latency)));
+        }
         table_rows.push(MetricsTable {
             model: w.string(model),
             events: (
@@ -217,6 +223,13 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
             aliases: (
                 short(first_alias, "the metrics' aliases"),
                 short(alias_rows.len() - first_alias, "a table's aliases"),
+            ),
+            latencies: (
+                short(first_latency, "the retire latencies"),
+                short(
+                    latency_rows.len() - first_latency,
+                    "a table's retire latencies",
+                ),
             ),
         });
     }
@@ -241,5 +254,6 @@ pub(crate) fn write(data: &Path, tables: &mut Tables<Metrics>) {
     tables.section("UNITS", &units.values);
     tables.section("METRIC_ALIASES", &alias_rows);
     tables.section("RELEASES", &releases.values);
+    tables.section("RETIRE_LATENCIES", &latency_rows);
     tables.section("METRICS_TABLES", &table_rows);
 }
