@@ -448,14 +448,37 @@ fn is_constant(name: &str) -> bool {
 
 /// Whether `name` is an event's retire latency (perfmon's `EVENT:retire_latency`, perf's
 /// `EVENT:R`), which perf samples only under `perf stat --record-tpebs` and otherwise reads
-/// as 0 (`tpebs_set_evsel`, tools/perf/util/intel-tpebs.c: "Set default value or 0 when
-/// retire_latency for this event is not found from sampling data (record_tpebs not set ...)").
-/// counterhal does not sample it: it reads 0, as perf's default does.
+/// as the mean its JSON gives the event, or 0 ([`retire_latency`]).
 fn is_retire_latency(name: &str) -> bool {
-    name.rsplit_once(':')
-        .is_some_and(|(_, m)| m.eq_ignore_ascii_case("retire_latency") || m == "R")
-        // perf's `PMU@EVENT@R` (`cpu_core/EVENT/R`).
-        || name.strip_suffix("@R").is_some_and(|event| event.contains('@'))
+    retire_latency_event(name).is_some()
+}
+
+/// The event whose retire latency `name` reads: `EVENT` of `EVENT:retire_latency`, `EVENT:R`
+/// and perf's `PMU@EVENT@R` (`cpu_core/EVENT/R`); `None` for another name.
+fn retire_latency_event(name: &str) -> Option<&str> {
+    if let Some((event, m)) = name.rsplit_once(':')
+        && (m.eq_ignore_ascii_case("retire_latency") || m == "R")
+    {
+        return Some(event);
+    }
+    name.strip_suffix("@R")?
+        .split_once('@')
+        .map(|(_, event)| event)
+}
+
+/// The value a formula of `scope` reads for the retire latency `name` (`EVENT:R`): the mean
+/// of the event in `scope`'s model's table, 0 where it has none, as perf 7.2 reads it without
+/// `--record-tpebs` (`evsel__tpebs_read`, tools/perf/util/intel-tpebs.c: the JSON's
+/// `RetirementLatencyMean`, else 0). counterhal does not sample it.
+pub(crate) fn retire_latency(scope: &MetricDef, name: &str) -> f64 {
+    let Some(event) = retire_latency_event(name) else {
+        return 0.0;
+    };
+    scope
+        .model
+        .and_then(|id| shipped_metrics(id).ok().flatten())
+        .and_then(|table| table.retire_latency.get(event).copied())
+        .unwrap_or(0.0)
 }
 
 /// Fails if `metric` (or a metric it reads) cannot be evaluated on `system`: a formula that
@@ -868,6 +891,43 @@ mod tests {
         assert_eq!(
             events_needed(&System::host(), &[power]),
             ["power/energy-pkg/"]
+        );
+    }
+
+    /// Oracle: perf 7.2's JSON (linux-source-7.2 7.2.13-1, Debian:
+    /// tools/perf/pmu-events/arch/x86/graniterapids/frontend.json gives
+    /// `FRONTEND_RETIRED.L2_MISS` `"RetirementLatencyMean": 137.41`) and perf 7.2's
+    /// `evsel__tpebs_read` (tools/perf/util/intel-tpebs.c), which reads that mean for
+    /// `FRONTEND_RETIRED.L2_MISS:R` without `--record-tpebs`: Granite Rapids'
+    /// `tma_code_l2_miss` (`100 * FRONTEND_RETIRED.L2_MISS * FRONTEND_RETIRED.L2_MISS:R /
+    /// CPU_CLK_UNHALTED.THREAD`) over 1,000 misses in 1,000,000 cycles is 13.741%. Meteor Lake's
+    /// JSON gives `BR_MISP_RETIRED.COND_NTAKEN_COST` no mean, so its `@R` reads 0, as perf's.
+    /// Before, every retire latency read 0 (the metric 0%).
+    #[test]
+    fn a_retire_latency_reads_the_mean_of_perfs_json() {
+        let gnr = of_model("gnr").unwrap();
+        let metric = gnr.iter().find(|m| m.name == "tma_code_l2_miss").unwrap();
+        let counted = events(&[
+            ("FRONTEND_RETIRED.L2_MISS", 1_000),
+            ("CPU_CLK_UNHALTED.THREAD", 1_000_000),
+        ]);
+        let share = evaluate(&System::host(), metric, &counted, 1_000_000_000).unwrap();
+        assert!((share - 13.741).abs() < 1e-9, "{share}");
+        assert_eq!(retire_latency(metric, "FRONTEND_RETIRED.L2_MISS:R"), 137.41);
+        assert_eq!(
+            retire_latency(metric, "MEM_LOAD_RETIRED.L3_HIT:retire_latency"),
+            57.64
+        );
+        // An event without a mean, and a model without any.
+        assert_eq!(retire_latency(metric, "INST_RETIRED.ANY:R"), 0.0);
+        let mtl = of_model("mtl_rwc").unwrap();
+        let nt = mtl
+            .iter()
+            .find(|m| m.name == "tma_cond_nt_mispredicts")
+            .unwrap();
+        assert_eq!(
+            retire_latency(nt, "cpu_core@BR_MISP_RETIRED.COND_NTAKEN_COST@R"),
+            0.0
         );
     }
 

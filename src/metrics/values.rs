@@ -3,7 +3,7 @@
 
 use super::{
     Counted, DEPTH, MetricDef, System, energy_status, event_name, is_retire_latency, machine,
-    referenced,
+    referenced, retire_latency,
 };
 
 /// `metric`'s value unscaled (at `depth` of metrics reading metrics).
@@ -47,7 +47,7 @@ pub(super) fn read_name<C: Counted>(
         return machine::constant(system, name);
     }
     if is_retire_latency(name) {
-        return Some(0.0);
+        return Some(retire_latency(metric, name));
     }
     // An energy status counter: the RAPL event's energy (its count times its scale, in
     // Joules) in the units the formula multiplies back, so that the formula gives Joules
