@@ -443,3 +443,38 @@ fn topdown_level_3_on_a_hybrid_chip_opens_and_prints_what_perf_7_2_does() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Oracle: perf 7.2.13's `perf stat -M tma_code_l2_miss --metric-only` with `PERF_CPUID`
+/// `GenuineIntel-6-AD-1` (Granite Rapids, perf's `graniterapids` table) under the Sapphire
+/// Rapids tree (a core PMU of the same format) and the shim, which counts every event as
+/// cpu-clock: `FRONTEND_RETIRED.L2_MISS:R` reads perf 7.2's JSON's `RetirementLatencyMean`,
+/// 137.41 (linux-source-7.2 7.2.13-1, tools/perf/pmu-events/arch/x86/graniterapids/
+/// frontend.json; `evsel__tpebs_read`, tools/perf/util/intel-tpebs.c), so the metric,
+/// `100 * FRONTEND_RETIRED.L2_MISS * FRONTEND_RETIRED.L2_MISS:R / CPU_CLK_UNHALTED.THREAD`,
+/// is about 13,741% with two clocks' counts; counterhal prints what perf does (within the
+/// clocks' difference). Before, counterhal read the latency as 0 and printed 0.
+#[test]
+fn a_retire_latency_reads_perf_7_2s_mean_as_perf_does() {
+    if let Err(why) = perf_7_2() {
+        skip!(Need::Tools, "{why}");
+    }
+    if let Some((need, why)) = unready() {
+        skip!(need, "{why}");
+    }
+    let shim = build_shim("stat-retire-latency").unwrap();
+    let tree = machines().join("spr-2s");
+    let cpuid = "GenuineIntel-6-AD-1";
+    let args = ["-M", "tma_code_l2_miss", "--metric-only"];
+    let (ok, _, theirs) = perf(&tree, cpuid, &shim, &args);
+    assert!(ok, "perf: {theirs}");
+    let (ok, _, mine) = ours(&tree, cpuid, &shim, &args);
+    assert!(ok, "counterhal: {mine}");
+    let (theirs, mine) = (columns(&theirs), columns(&mine));
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    let (their_value, my_value) = (theirs[0].1, mine[0].1);
+    assert!(their_value > 10_000.0, "perf's {theirs:?}");
+    let close = (my_value - their_value).abs() < 0.1 * their_value;
+    assert!(close, "{mine:?}, perf's {theirs:?}");
+    std::fs::remove_dir_all(shim.parent().unwrap()).unwrap();
+}
