@@ -105,6 +105,23 @@ pub(super) fn failed(what: &str) -> impl Fn(i32) -> Error + '_ {
 }
 
 /// The possible CPUs (`/sys/devices/system/cpu/possible`), the order of per-CPU values.
+/// Each of `programs`, its name and id, and the times the kernel skipped it since it was
+/// loaded (`recursion_misses` of `struct bpf_prog_info`, Linux 5.12; a program whose
+/// information has none is left out): what both BPF modes report.
+pub(super) fn programs_skipped(programs: &[(&'static str, OwnedFd)]) -> Vec<ProgramSkips> {
+    programs
+        .iter()
+        .filter_map(|(name, program)| {
+            let info = sys_bpf::prog_info(program.as_fd()).ok()?;
+            Some(ProgramSkips {
+                name,
+                id: info.id,
+                skipped: info.recursion_misses?,
+            })
+        })
+        .collect()
+}
+
 pub(super) fn possible_cpus() -> Result<Vec<u32>> {
     let path = counterhal_system::System::host().cpus().join("possible");
     let text = std::fs::read_to_string(&path)
@@ -349,17 +366,7 @@ impl BpfCounting {
     /// program at `cgroup-switches` is counted by [`BpfCounting::switches_missed`] instead).
     /// Empty before Linux 5.12.
     pub fn recursion_misses(&self) -> Vec<ProgramSkips> {
-        self.programs
-            .iter()
-            .filter_map(|(name, program)| {
-                let info = sys_bpf::prog_info(program.as_fd()).ok()?;
-                Some(ProgramSkips {
-                    name,
-                    id: info.id,
-                    skipped: info.recursion_misses?,
-                })
-            })
-            .collect()
+        programs_skipped(&self.programs)
     }
 
     /// Runs the program on each CPU counted: the cgroup running there now is counted up to

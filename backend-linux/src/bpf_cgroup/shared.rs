@@ -38,6 +38,7 @@ use super::bperf_programs::{
 };
 use super::bpf_mode::{
     bpf_error, create_flagged, failed, load, load_for, per_cpu_room, possible_cpus,
+    programs_skipped,
 };
 use super::btf;
 use crate::sys::bpf::{self as sys_bpf, AttachTo, ProgBtf};
@@ -578,17 +579,7 @@ impl SharedCounter {
     /// each a switch, start or exit whose counts went to no one or the wrong task. The
     /// leader's count is every session's that shares it. Empty before Linux 5.12.
     pub fn programs_skipped(&self) -> Vec<ProgramSkips> {
-        self.programs
-            .iter()
-            .filter_map(|(name, program)| {
-                let info = sys_bpf::prog_info(program.as_fd()).ok()?;
-                Some(ProgramSkips {
-                    name,
-                    id: info.id,
-                    skipped: info.recursion_misses?,
-                })
-            })
-            .collect()
+        programs_skipped(&self.programs)
     }
 
     /// Where the kernel takes no program at the leader's exit (perf's follower, an fexit
