@@ -496,28 +496,43 @@ pub fn find_set(sets: &mut [Option<PapiSet>], handle: i32) -> Result<&mut PapiSe
 /// `GenuineIntel-6-55-4`), as the command's `--cpu-model`: read at `PAPI_library_init`.
 pub const CPU_MODEL_VAR: &str = "COUNTERHAL_CPU_MODEL";
 
+/// What a successful `PAPI_library_init` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Init {
+    /// It initialised the library: the components' set-up follows.
+    Made,
+    /// The library was initialised already, in the same release: nothing was done, as PAPI
+    /// returns at once.
+    Already,
+}
+
 /// `PAPI_library_init`: `version` is the `PAPI_VER_CURRENT` of the release the program was
-/// written against (7.0, 7.1 or 7.2), which chooses the layouts and numbers it is answered
-/// with from now on ([`crate::release`]); that version on success.
-pub fn library_init(version: i32) -> i32 {
+/// written against (7.0, 7.1 or 7.2). The first call that succeeds chooses the release the
+/// process is answered in ([`crate::release`]); a later call with another release's version
+/// is `PAPI_EINVAL` and changes nothing, as a real libpapi answers every version but its own.
+///
+/// # Errors
+/// `PAPI_EINVAL` for a version of no release or of another release than the one chosen,
+/// `PAPI_ESYS` where no backend opens, `PAPI_EMISC` from a signal handler that interrupted a
+/// call holding the library's lock.
+pub fn library_init(version: i32) -> Result<Init, i32> {
     let Some(release) = crate::release::Release::of_version(version) else {
-        return EINVAL;
+        return Err(fail(EINVAL));
     };
     let Some(mut guard) = lock() else {
-        return fail(crate::codes::EMISC);
+        return Err(fail(crate::codes::EMISC));
     };
-    crate::release::choose(release);
+    if crate::release::chosen().is_some_and(|chosen| chosen != release) {
+        return Err(fail(EINVAL));
+    }
     if guard.is_some() {
-        return version;
+        return Ok(Init::Already);
     }
     let setup = match std::env::var(CPU_MODEL_VAR) {
         Ok(model) if !model.is_empty() => facade::Setup::new().cpu_model(&model),
         _ => facade::Setup::new(),
     };
-    let chosen = match setup.open() {
-        Ok(chosen) => chosen,
-        Err(_) => return ESYS,
-    };
+    let chosen = setup.open().map_err(|_| fail(ESYS))?;
     let disabled = disabled(0);
     let natives = if disabled {
         Vec::new()
@@ -559,8 +574,10 @@ pub fn library_init(version: i32) -> i32 {
         sde_component: Box::new(component_info()),
         system: counterhal_system::System::host(),
     });
+    // Under the library's lock: no other call chose a release since the check above.
+    let _ = crate::release::choose(release);
     INIT_STATE.fetch_or(1, Ordering::SeqCst);
-    version
+    Ok(Init::Made)
 }
 
 /// Component 0's description before initialisation: its name, which tools read to choose

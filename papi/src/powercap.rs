@@ -283,9 +283,8 @@ pub fn init() {
             info.disabled = ECMP;
             set_str(&mut info.disabled_reason, NO_ZONES);
         }
-        // Leaked once per initialisation (a process initialises a few times at most): a
-        // caller may hold the pointer PAPI_get_component_info gave.
-        *INFO.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::leak(Box::new(info)));
+        // Kept for the process: a caller may hold the pointer PAPI_get_component_info gave.
+        *INFO.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::info::kept(info));
         *EVENTS.write().unwrap_or_else(|e| e.into_inner()) = events;
         Ok(())
     });

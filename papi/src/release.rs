@@ -2,8 +2,11 @@
 //! version numbers, the layouts of `PAPI_component_info_t` and `PAPI_event_info_t`, the
 //! numbers of the enumeration modifiers and the error codes.
 //!
-//! A program passes its papi.h's `PAPI_VER_CURRENT` to `PAPI_library_init`; that chooses the
-//! release until the next call. 7.1's interface is 7.0's under another version; 7.2 inserted
+//! A program passes its papi.h's `PAPI_VER_CURRENT` to `PAPI_library_init`; the first call
+//! that succeeds chooses the release for the rest of the process, and a later call with
+//! another release's version is refused (`PAPI_EINVAL`), as a real libpapi refuses every
+//! version but its own: a program and a library built on two releases in one process never see
+//! their structs written in the other's layout. 7.1's interface is 7.0's under another version; 7.2 inserted
 //! a partial-disable reason in `PAPI_component_info_t` (3,296 bytes where 7.0's has 2,272),
 //! appended qualifiers to `PAPI_event_info_t` (23,068 bytes where 6,680), added three
 //! enumeration modifiers, which moved the ones after them, and added `PAPI_PARTIAL`.
@@ -121,11 +124,11 @@ pub enum Modifier {
     },
 }
 
-/// The release chosen by the last `PAPI_library_init`: 0 before any, else its index in
-/// [`Release::ALL`] plus one.
+/// The release the first successful `PAPI_library_init` chose: 0 before any, else its index
+/// in [`Release::ALL`] plus one. Set once for the process (`PAPI_shutdown` keeps it).
 static CHOSEN: AtomicU8 = AtomicU8::new(0);
 
-/// The release the last `PAPI_library_init` chose, if any.
+/// The release a `PAPI_library_init` chose, if any has.
 pub fn chosen() -> Option<Release> {
     match CHOSEN.load(Ordering::SeqCst) {
         0 => None,
@@ -133,10 +136,16 @@ pub fn chosen() -> Option<Release> {
     }
 }
 
-/// Makes `release` the one spoken from now on.
-pub fn choose(release: Release) {
+/// Makes `release` the one spoken for the rest of the process, where none is chosen yet or
+/// it is the one chosen; `Err` with the chosen one where another release was chosen first.
+pub fn choose(release: Release) -> Result<(), Release> {
     let index = Release::ALL.iter().position(|r| *r == release).unwrap_or(0);
-    CHOSEN.store(index as u8 + 1, Ordering::SeqCst);
+    let wanted = index as u8 + 1;
+    match CHOSEN.compare_exchange(0, wanted, Ordering::SeqCst, Ordering::SeqCst) {
+        Ok(_) => Ok(()),
+        Err(n) if n == wanted => Ok(()),
+        Err(_) => Err(chosen().unwrap_or(release)),
+    }
 }
 
 /// What 7.2 inserted in `PAPI_component_info_t` after `disabled`.

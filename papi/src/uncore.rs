@@ -370,12 +370,11 @@ pub fn init() {
         let events = if by_call { Vec::new() } else { listed(library) };
         info.num_native_events = events.len() as i32;
         // "PMUs supported": libpfm4's names of the boxes here, as PAPI lists the PMUs its
-        // libpfm4 detects (leaked once per initialisation: the description points at them).
+        // libpfm4 detects (kept for the process: the description points at them).
         if !by_call {
             let present = present_boxes(library);
             for (slot, name) in info.pmu_names.iter_mut().zip(present) {
-                let name = std::ffi::CString::new(name.libpfm4_name()).unwrap_or_default();
-                *slot = Box::leak(name.into_boxed_c_str()).as_ptr() as usize;
+                *slot = crate::info::kept_name(&name.libpfm4_name()).as_ptr() as usize;
             }
         }
         if by_call {
@@ -388,7 +387,7 @@ pub fn init() {
             info.disabled = ECMP;
             set_str(&mut info.disabled_reason, NO_UNCORE);
         }
-        *INFO.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::leak(Box::new(info)));
+        *INFO.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::info::kept(info));
         *EVENTS.write().unwrap_or_else(|e| e.into_inner()) = if info.disabled == 0 {
             events
         } else {

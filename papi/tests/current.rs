@@ -115,11 +115,13 @@ fn stage(release: Release, tag: &str) -> PathBuf {
         )
         .unwrap();
     }
-    std::fs::copy(
-        manifest.join("tests/c/release.c"),
-        stage.join("work/release.c"),
-    )
-    .unwrap();
+    for program in ["release.c", "mixed_release.c"] {
+        std::fs::copy(
+            manifest.join("tests/c").join(program),
+            stage.join("work").join(program),
+        )
+        .unwrap();
+    }
     stage
 }
 
@@ -199,6 +201,45 @@ fn a_program_built_against_papi_7_2_reads_what_papi_7_2_gives() {
 #[test]
 fn a_program_built_against_papi_7_1_reads_what_papi_7_1_gives() {
     a_program_reads_what_real_papi_gives(PAPI_7_1);
+}
+
+/// Oracle: Debian sid's PAPI 7.2.0, whose `PAPI_library_init` answers PAPI 7.0's version
+/// `PAPI_EINVAL`: a program built on 7.2 (the root's papi.h) with a library built on 7.0 (our
+/// papi.h, 7.0's to the byte: abi.rs), both linked to `libpapi.so.7.2`, print the same inits
+/// on real 7.2 and on ours when the 7.2 program calls first (`releases.rs` holds the rest).
+#[test]
+fn real_papi_7_2_refuses_a_7_0_library_as_ours_does() {
+    let (root, stage) = lab_or_skip!(PAPI_7_2, "mixed");
+    let script = format!(
+        "cd {STAGE_IN_ROOT}/work
+cc -std=gnu99 -Wall -Wextra -Werror -shared -fPIC -DAS_LIBRARY -I{STAGE_IN_ROOT}/papi/include \
+    mixed_release.c -o libmixed.so -lpapi
+cc -std=gnu99 -Wall -Wextra -Werror mixed_release.c -o mixed -L. -lmixed -Wl,-rpath,$PWD -lpapi
+./mixed program-first > real.txt
+ln -sf ../lib/libpapi.so ../lib/libpapi.so.7.2
+LD_LIBRARY_PATH={STAGE_IN_ROOT}/lib ./mixed program-first > ours.txt"
+    );
+    let out = in_root(&root, &stage, &script);
+    assert!(out.status.success(), "{out:?}");
+    let inits = |file: &str| -> Vec<String> {
+        std::fs::read_to_string(stage.join("work").join(file))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(" init: "))
+            .map(str::to_string)
+            .collect()
+    };
+    let real = inits("real.txt");
+    assert_eq!(
+        real,
+        [
+            "program (PAPI 7.2) init: ok (0)",
+            "library (PAPI 7.0) init: refused (-1)"
+        ],
+        "real PAPI 7.2"
+    );
+    assert_eq!(inits("ours.txt"), real, "ours against real PAPI 7.2");
+    let _ = std::fs::remove_dir_all(&stage);
 }
 
 /// PAPI's own tests of the release (the root's papi-examples: ctests, validation_tests and

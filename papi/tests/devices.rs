@@ -57,8 +57,15 @@ fn devices_read_as_on_papi() {
     }
     assert!(ours.contains_key("component.sysdetect"), "{ours:?}");
     assert_eq!(ours["index.sysdetect"], ours["component.sysdetect"]);
+    // Where Debian 12's libpfm4 (4.13) knows no PMU of this CPU (a model newer than it, such
+    // as Zen 5: "Error libpfm4 no default PMU found"), PAPI 7.0 lists none of the model's,
+    // and ours names libpfm4's head's (`amd64_fam1ah_zen5`): only perf's two are compared.
+    let papi_knows_this_cpu = crate::common::papi_perf_event_disabled().is_none();
     for pmu in ours.keys().filter(|k| k.starts_with("zero.pmu.")) {
-        assert!(theirs.contains_key(pmu), "PAPI does not list {pmu}");
+        let perfs = pmu == "zero.pmu.perf" || pmu == "zero.pmu.perf_raw";
+        if papi_knows_this_cpu || perfs {
+            assert!(theirs.contains_key(pmu), "PAPI does not list {pmu}");
+        }
     }
     // libpfm4's perf PMUs, which PAPI lists wherever it runs.
     for pmu in ["zero.pmu.perf", "zero.pmu.perf_raw"] {

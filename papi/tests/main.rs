@@ -18,6 +18,7 @@ mod overflow;
 mod powercap;
 mod profile;
 mod rates;
+mod releases;
 mod sde;
 mod side_by_side;
 mod signal_reads;

@@ -123,22 +123,32 @@ fn loaded_as() -> Release {
 }
 
 /// `PAPI_library_init`: `version` on success, one of the `PAPI_VER_CURRENT` of PAPI 7.0, 7.1
-/// and 7.2, which chooses the release the program is answered in.
+/// and 7.2; the first that succeeds chooses the release the process is answered in, and
+/// another release's version is `PAPI_EINVAL` from then on. A call on an initialised library
+/// returns at once; one racing another waits for its set-up to end.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
     guard(|| {
-        let result = library::library_init(version);
-        if result == version {
-            let _ = library::THREAD_ID.set(|| threads::own_id());
-            // Forks counted from here on, before any set (`counterhal_cboundary::forks`).
-            let _ = counterhal_cboundary::forks();
-            threads::know_this_thread();
-            crate::sde::init();
-            crate::uncore::init();
-            crate::powercap::init();
-            crate::components::fill_component_zero();
+        // Held over the components' set-up, so that a second caller returns once it is done.
+        static SETTING_UP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _setting_up = SETTING_UP
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match library::library_init(version) {
+            Ok(library::Init::Already) => version,
+            Ok(library::Init::Made) => {
+                let _ = library::THREAD_ID.set(|| threads::own_id());
+                // Forks counted from here on, before any set (`counterhal_cboundary::forks`).
+                let _ = counterhal_cboundary::forks();
+                threads::know_this_thread();
+                crate::sde::init();
+                crate::uncore::init();
+                crate::powercap::init();
+                crate::components::fill_component_zero();
+                version
+            }
+            Err(code) => code,
         }
-        result
     })
 }
 

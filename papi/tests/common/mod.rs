@@ -187,3 +187,21 @@ pub fn run_within(command: &mut Command, limit: std::time::Duration) -> Result<O
     }
     Ok(child.wait_with_output().expect("its output"))
 }
+
+/// Skips the running test (through the suite's skip door, with the reason) where valgrind is
+/// not installed: its memcheck is the test's checker.
+#[macro_export]
+macro_rules! valgrind_or_skip {
+    () => {
+        if std::process::Command::new("valgrind")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            skip!(
+                Need::Tools,
+                "valgrind is not installed (apt-get install valgrind)"
+            );
+        }
+    };
+}
