@@ -106,3 +106,121 @@ fn script_refuses_what_is_no_recording() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("truncated"), "{}", stderr(&out));
 }
+
+/// A pipe stream made here: two software events (`task-clock`, `page-faults`), a thread map
+/// of `threads` threads, a CPU map of the range 0 to `last_cpu`, a count for the first place
+/// of each event, and `rounds` rounds: what a crafted file may declare, in a few bytes.
+fn crafted(threads: u64, last_cpu: u16, rounds: u64) -> Vec<u8> {
+    fn record(stream: &mut Vec<u8>, kind: u32, body: &[u8]) {
+        let size = u32::try_from(8 + body.len()).unwrap();
+        assert!(size < 1 << 16, "a record of {size} bytes");
+        stream.extend(kind.to_le_bytes());
+        stream.extend((size << 16).to_le_bytes());
+        stream.extend(body);
+    }
+    let mut stream = b"PERFILE2".to_vec();
+    stream.extend(16u64.to_le_bytes());
+    for (config, id) in [(1u64, 100u64), (2, 200)] {
+        // A PERF_ATTR_SIZE_VER0 attr: type 1 (software), size 64, config; then its id.
+        let mut body = vec![0u8; 64];
+        body[0..4].copy_from_slice(&1u32.to_le_bytes());
+        body[4..8].copy_from_slice(&64u32.to_le_bytes());
+        body[8..16].copy_from_slice(&config.to_le_bytes());
+        body.extend(id.to_le_bytes());
+        record(&mut stream, 64, &body);
+    }
+    let mut map = threads.to_le_bytes().to_vec();
+    for pid in 0..threads {
+        map.extend((1000 + pid).to_le_bytes());
+        map.extend(*b"crafted\0\0\0\0\0\0\0\0\0");
+    }
+    record(&mut stream, 73, &map);
+    // The range encoding: type 2, any_cpu 0, a pad byte, the first and last CPU.
+    let mut cpus = vec![2, 0, 0, 0];
+    cpus.extend(0u16.to_le_bytes());
+    cpus.extend(last_cpu.to_le_bytes());
+    record(&mut stream, 74, &cpus);
+    for round in 1..=rounds {
+        for id in [100u64, 200] {
+            let mut stat = id.to_le_bytes().to_vec();
+            stat.extend(0u64.to_le_bytes()); // CPU 0, the map's first thread
+            for value in [7 * round, 1000 * round, 1000 * round] {
+                stat.extend(value.to_le_bytes());
+            }
+            record(&mut stream, 76, &stat);
+        }
+        let mut end = 0u64.to_le_bytes().to_vec();
+        end.extend((round * 1_000_000).to_le_bytes());
+        record(&mut stream, 77, &end);
+    }
+    stream
+}
+
+/// The peak of `counterhal script -i -`'s heap on `stream`, as valgrind's massif measures it
+/// (the largest `mem_heap_B` of its snapshots), with what it printed counted and dropped.
+fn script_heap_peak(stream: &[u8], tag: &str) -> (u64, usize) {
+    let massif = std::env::temp_dir().join(format!(
+        "counterhal-script-massif-{tag}-{}",
+        std::process::id()
+    ));
+    let mut valgrind = Command::new("valgrind");
+    valgrind.args([
+        "--tool=massif",
+        "--detailed-freq=1000",
+        &format!("--massif-out-file={}", massif.display()),
+    ]);
+    valgrind.arg(bin());
+    let out = fed(&valgrind, &["script", "-i", "-"], stream);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&massif).expect("massif's file");
+    std::fs::remove_file(&massif).ok();
+    let peak = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("mem_heap_B="))
+        .filter_map(|n| n.parse::<u64>().ok())
+        .max()
+        .expect("massif's snapshots");
+    (peak, out.stdout.iter().filter(|&&b| b == b'\n').count())
+}
+
+/// Oracle: valgrind's massif, which counts the heap. `script` prints a round as it is read and
+/// keeps only the counts a record gave, so its heap does not grow with what it prints: a
+/// stream of 64 threads and 256 CPUs (65,536 lines from 4 KB) peaks within 256 KiB of one of a
+/// thread and a CPU (8 lines). Before, it built the whole output and two maps of a count per
+/// line first (a 1,472-byte recording took 240 MB).
+#[test]
+fn script_keeps_its_heap_flat_whatever_it_prints() {
+    linux_or_skip!();
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        skip!(Need::Tools, "valgrind is not installed (apt-get install valgrind)");
+    }
+    let (small, small_lines) = script_heap_peak(&crafted(1, 0, 4), "small");
+    let (large, large_lines) = script_heap_peak(&crafted(64, 255, 2), "large");
+    eprintln!(
+        "heap peak: {small} bytes for {small_lines} lines, {large} bytes for {large_lines} lines"
+    );
+    assert_eq!(small_lines, 1 + 4 * 2);
+    assert_eq!(large_lines, 1 + 2 * 2 * 64 * 256);
+    assert!(
+        large <= small + 256 * 1024,
+        "the heap grew with the output: {small} bytes for {small_lines} lines, {large} for \
+         {large_lines}"
+    );
+}
+
+/// A recording whose maps multiply past what script prints (2,700 threads and CPUs 0 to
+/// 65,535: 176,947,200 places a round, from 65 KB) is refused, naming the bound, with
+/// nothing printed (before, it ran out of memory).
+#[test]
+fn script_refuses_maps_past_its_bound_naming_it() {
+    linux_or_skip!();
+    let ours = Command::new(bin());
+    let out = fed(&ours, &["script", "-i", "-"], &crafted(2700, 65535, 1));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let text = stderr(&out);
+    assert!(
+        text.contains("2700 threads and 65536 CPUs") && text.contains("at most 1048576"),
+        "{text}"
+    );
+    assert!(out.stdout.is_empty(), "{}", stdout(&out));
+}

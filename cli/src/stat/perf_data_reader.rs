@@ -113,32 +113,37 @@ fn attr_name(attr: &Attr) -> String {
     )
 }
 
+/// What is told each stat record as it is read ([`read_each`]): the record, and the events as
+/// they stand then (their names updated by the records before it).
+pub type EachRecord<'s> = &'s mut dyn FnMut(StatRecord<'_>, &[RecordedEvent]) -> Result<(), Error>;
+
 /// What the records say, gathered as they are read.
 #[derive(Default)]
-struct Gathered {
+struct Gathered<'s> {
     recording: Recording,
     /// Each id's event.
     ids: HashMap<u64, usize>,
     /// Each event's counts in the round being read, and in the last round that ended.
     round: Vec<Option<Reading>>,
     last: Option<Vec<Option<Reading>>>,
-    /// Where kept ([`read_with_records`]), the stat records as read.
-    records: Option<Vec<StatRecord>>,
+    /// Where told ([`read_each`]), what is told each stat record as it is read.
+    each: Option<EachRecord<'s>>,
 }
 
 /// One of perf stat's records as read, for `script` (perf's `perf script`): its type
 /// (`PERF_RECORD_THREAD_MAP` to `PERF_RECORD_STAT_ROUND`), the event a `PERF_RECORD_STAT`
 /// counts (its index in the recording), and its body after the header.
-pub struct StatRecord {
+#[derive(Clone, Copy)]
+pub struct StatRecord<'a> {
     /// The record's type.
     pub kind: u32,
     /// A `PERF_RECORD_STAT`'s event; 0 for the others.
     pub event: usize,
     /// The bytes after the record's header.
-    pub body: Vec<u8>,
+    pub body: &'a [u8],
 }
 
-impl Gathered {
+impl Gathered<'_> {
     /// Adds an event with `attr` bytes and `ids`.
     fn event(&mut self, source: &str, attr: &[u8], ids: &[u64]) -> Result<(), Error> {
         if self.recording.events.len() as u64 >= MOST_EVENTS
@@ -234,7 +239,7 @@ impl Gathered {
                     fields.u64().ok_or_else(short)?,
                 );
                 let index = self.event_of(source, id)?;
-                self.keep(STAT, index, body);
+                self.tell(STAT, index, body)?;
                 let sum = self.round[index].unwrap_or_default();
                 self.round[index] = Some(Reading::new(
                     sum.value.saturating_add(value),
@@ -242,9 +247,9 @@ impl Gathered {
                     sum.time_running.saturating_add(running),
                 ));
             }
-            THREAD_MAP | CPU_MAP | STAT_CONFIG => self.keep(kind, 0, body),
+            THREAD_MAP | CPU_MAP | STAT_CONFIG => self.tell(kind, 0, body)?,
             STAT_ROUND => {
-                self.keep(STAT_ROUND, 0, body);
+                self.tell(STAT_ROUND, 0, body)?;
                 let (_, time) = (
                     fields.u64().ok_or_else(short)?,
                     fields.u64().ok_or_else(short)?,
@@ -258,14 +263,11 @@ impl Gathered {
         Ok(())
     }
 
-    /// Keeps a record, where records are kept.
-    fn keep(&mut self, kind: u32, event: usize, body: &[u8]) {
-        if let Some(records) = &mut self.records {
-            records.push(StatRecord {
-                kind,
-                event,
-                body: body.to_vec(),
-            });
+    /// Tells the record to whoever asked to be told each ([`read_each`]).
+    fn tell(&mut self, kind: u32, event: usize, body: &[u8]) -> Result<(), Error> {
+        match &mut self.each {
+            Some(each) => each(StatRecord { kind, event, body }, &self.recording.events),
+            None => Ok(()),
         }
     }
 
@@ -300,7 +302,7 @@ fn read_records(
     input: &mut dyn Read,
     limit: Option<u64>,
     source: &str,
-    gathered: &mut Gathered,
+    gathered: &mut Gathered<'_>,
 ) -> Result<(), Error> {
     let mut left = limit;
     loop {
@@ -343,25 +345,30 @@ pub fn read(input: &mut dyn Input, source: &str) -> Result<Recording, Error> {
     Ok(gathered.finish())
 }
 
-/// Reads a recording as [`read`] does, with its stat records as read (maps, configuration,
-/// counts and rounds, in order).
+/// Reads a recording as [`read`] does, telling `each` every stat record as it is read (maps,
+/// configuration, counts and rounds, in order), so that nothing read is kept but the events
+/// and their last counts.
 ///
 /// # Errors
-/// As [`read`]'s.
-pub fn read_with_records(
+/// As [`read`]'s, and the first error `each` answers, which ends the reading.
+pub fn read_each(
     input: &mut dyn Input,
     source: &str,
-) -> Result<(Recording, Vec<StatRecord>), Error> {
+    each: EachRecord<'_>,
+) -> Result<Recording, Error> {
     let mut gathered = Gathered {
-        records: Some(Vec::new()),
+        each: Some(each),
         ..Gathered::default()
     };
     read_into(input, source, &mut gathered)?;
-    let records = gathered.records.take().unwrap_or_default();
-    Ok((gathered.finish(), records))
+    Ok(gathered.finish())
 }
 
-fn read_into(input: &mut dyn Input, source: &str, gathered: &mut Gathered) -> Result<(), Error> {
+fn read_into(
+    input: &mut dyn Input,
+    source: &str,
+    gathered: &mut Gathered<'_>,
+) -> Result<(), Error> {
     let head = read_exact(input, 16, source, "perf's header")?;
     if &head[..8] != MAGIC {
         return Err(bad(
@@ -455,7 +462,11 @@ fn read_at(
 
 /// The rest of a file after its first 16 bytes: the header, the attrs and their ids, the
 /// records, the command line and the events' names.
-fn read_file(input: &mut dyn Input, source: &str, gathered: &mut Gathered) -> Result<(), Error> {
+fn read_file(
+    input: &mut dyn Input,
+    source: &str,
+    gathered: &mut Gathered<'_>,
+) -> Result<(), Error> {
     let rest = read_exact(input, FILE_HEADER_SIZE - 16, source, "perf's file header")?;
     let length = input.length().unwrap_or(u64::MAX);
     let mut fields = Fields::new(&rest);

@@ -6,14 +6,14 @@
 //! running time where the recording's configuration asks it (a count that never ran: 0).
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
 use counterhal::Error;
 
-use super::perf_data::{CPU_MAP, STAT, STAT_CONFIG, STAT_ROUND, THREAD_MAP};
-use super::perf_data_reader::{StatRecord, read_with_records};
+use super::perf_data::{CPU_MAP, RecordedEvent, STAT, STAT_CONFIG, STAT_ROUND, THREAD_MAP};
+use super::perf_data_reader::{StatRecord, read_each};
 use crate::error::CliError;
 
 /// Arguments of `counterhal script`.
@@ -29,26 +29,49 @@ pub struct ScriptArgs {
 const SCALE_TERM: u64 = 2;
 /// The most CPUs or threads a map may name (perf's CPU numbers are 16 bits).
 const MOST_IN_MAP: u64 = 1 << 16;
+/// The most places (a thread of the thread map on a CPU of the CPU map) a round prints per
+/// event. perf's stat record writes a map of threads (`--per-thread`) or of CPUs (`-a`), the
+/// other a single `-1`, so a recording of a real machine has at most 65,536 places; a file
+/// whose two maps multiply past this bound is refused, naming it, before its rounds print.
+const MOST_PLACES: u64 = 1 << 20;
 
-/// Reads the recording and prints its stat records as perf's `perf script` does.
+/// Reads the recording and prints its stat records as perf's `perf script` does, each round
+/// as it is read: what is kept does not grow with what is printed.
 ///
 /// # Errors
-/// A recording that cannot be read or is not one (exit 2).
+/// A recording that cannot be read or is not one (exit 2), or output that cannot be written
+/// (exit 1; a reader that went away, `| head`, is no failure).
 pub fn run(args: ScriptArgs) -> Result<ExitCode, CliError> {
     let input = args.input.unwrap_or_else(super::record::default_input);
-    let (recording, records) = match input.as_str() {
-        "-" => read_with_records(&mut std::io::stdin(), "standard input"),
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut script = Script::new(&mut out);
+    let mut written = Ok(());
+    let mut each =
+        |record: StatRecord<'_>, events: &[RecordedEvent]| match script.take(record, events) {
+            Ok(()) => Ok(()),
+            Err(Stop::Bad(what)) => Err(bad(&input, what)),
+            Err(Stop::Output(e)) => {
+                written = Err(e);
+                Err(Error::invalid_input("the output was closed"))
+            }
+        };
+    let read = match input.as_str() {
+        "-" => read_each(&mut std::io::stdin(), "standard input", &mut each),
         path => std::fs::File::open(path)
             .map_err(|e| Error::invalid_input(format!("cannot open {path}: {e}")))
-            .and_then(|mut file| read_with_records(&mut file, path)),
+            .and_then(|mut file| read_each(&mut file, path, &mut each)),
+    };
+    let written = written.and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            return Err(CliError::failed(Error::invalid_input(format!(
+                "cannot write the standard output: {e}"
+            ))));
+        }
+        Ok(()) => {}
     }
-    .map_err(CliError::input)?;
-    let names: Vec<&str> = recording.events.iter().map(|e| e.name.as_str()).collect();
-    let text = lines(&names, &records).map_err(|e| CliError::input(bad(&input, e)))?;
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    // A reader that went away (`| head`) is no failure.
-    _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    read.map_err(CliError::input)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -56,28 +79,68 @@ fn bad(source: &str, what: String) -> Error {
     Error::invalid_input(format!("{source}: {what}"))
 }
 
+/// Why printing stopped: a bad record, or output that could not be written.
+enum Stop {
+    Bad(String),
+    Output(std::io::Error),
+}
+
+impl From<&str> for Stop {
+    fn from(what: &str) -> Self {
+        Stop::Bad(what.to_string())
+    }
+}
+
+impl From<String> for Stop {
+    fn from(what: String) -> Self {
+        Stop::Bad(what)
+    }
+}
+
 /// Counts: value, time enabled, time running.
 type Counts = [u64; 3];
 
-/// The lines perf's `perf script` prints for `records` of the events `names`.
-fn lines(names: &[&str], records: &[StatRecord]) -> Result<String, String> {
-    let (mut cpus, mut threads) = (None, None);
-    let mut scale = true;
-    let mut counts: HashMap<(usize, i32, u32), Counts> = HashMap::new();
-    let mut previous: HashMap<(usize, i32, u32), Counts> = HashMap::new();
-    let mut out = String::new();
-    for record in records {
-        let body = &record.body;
+/// `perf script` over a recording's stat records, taken one at a time: the maps and the
+/// configuration as read, and the counts of the places a `PERF_RECORD_STAT` named (only
+/// those: a place no record named prints zeros), each round printed to `out` as it ends.
+struct Script<W> {
+    out: W,
+    cpus: Option<Vec<i32>>,
+    threads: Option<Vec<i32>>,
+    scale: bool,
+    /// Each named place's counts as perf keeps them (after the last round, its differences),
+    /// and its raw counts at the last round.
+    counts: HashMap<(usize, i32, u32), Counts>,
+    previous: HashMap<(usize, i32, u32), Counts>,
+    heading: bool,
+}
+
+impl<W: Write> Script<W> {
+    fn new(out: W) -> Self {
+        Script {
+            out,
+            cpus: None,
+            threads: None,
+            scale: true,
+            counts: HashMap::new(),
+            previous: HashMap::new(),
+            heading: false,
+        }
+    }
+
+    /// Takes one record; a round's end prints the round.
+    fn take(&mut self, record: StatRecord<'_>, events: &[RecordedEvent]) -> Result<(), Stop> {
+        let body = record.body;
         match record.kind {
             // perf keeps the first map of each kind ("Extra thread map event, ignoring").
-            THREAD_MAP if threads.is_none() => threads = Some(thread_map(body)?),
-            CPU_MAP if cpus.is_none() => cpus = Some(cpu_map(body)?),
+            THREAD_MAP if self.threads.is_none() => self.threads = Some(thread_map(body)?),
+            CPU_MAP if self.cpus.is_none() => self.cpus = Some(cpu_map(body)?),
             STAT_CONFIG => {
                 let terms = u64_at(body, 0).ok_or("a short STAT_CONFIG")?;
                 for term in 0..terms.min(64) {
                     let at = 8 + 16 * term as usize;
                     if u64_at(body, at) == Some(SCALE_TERM) {
-                        scale = u64_at(body, at + 8).ok_or("a short STAT_CONFIG")? != 0;
+                        self.scale = u64_at(body, at + 8).ok_or("a short STAT_CONFIG")? != 0;
                     }
                 }
             }
@@ -87,47 +150,73 @@ fn lines(names: &[&str], records: &[StatRecord]) -> Result<String, String> {
                     (field(8)?, field(16)?, field(24)?, field(32)?);
                 // The CPU's number (-1: any), the thread's index in the map.
                 let (cpu, thread) = (cpu_and_thread as u32 as i32, (cpu_and_thread >> 32) as u32);
-                counts.insert((record.event, cpu, thread), [value, enabled, running]);
+                self.counts
+                    .insert((record.event, cpu, thread), [value, enabled, running]);
             }
             STAT_ROUND => {
                 let time = u64_at(body, 8).ok_or("a short STAT_ROUND")?;
-                let cpus = cpus.as_deref().unwrap_or(&[-1]);
-                let threads = threads.as_deref().unwrap_or(&[-1]);
-                for (event, name) in names.iter().enumerate() {
-                    for (thread, pid) in threads.iter().enumerate() {
-                        for number in cpus {
-                            let place = (event, *number, thread as u32);
-                            let count = counts.entry(place).or_default();
-                            // evsel__compute_deltas, then perf_counts_values__scale, in place.
-                            let before = previous.insert(place, *count).unwrap_or_default();
+                self.round(time, events)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Prints a round: for each event, thread and CPU, the counts as util/stat.c's
+    /// `process_counter_values` leaves them.
+    fn round(&mut self, time: u64, events: &[RecordedEvent]) -> Result<(), Stop> {
+        let cpus = self.cpus.as_deref().unwrap_or(&[-1]);
+        let threads = self.threads.as_deref().unwrap_or(&[-1]);
+        let places = cpus.len() as u64 * threads.len() as u64;
+        if places > MOST_PLACES {
+            return Err(Stop::Bad(format!(
+                "its maps name {} threads and {} CPUs, {places} places a round; script prints \
+                 at most {MOST_PLACES} (perf's stat record maps threads or CPUs, not both)",
+                threads.len(),
+                cpus.len()
+            )));
+        }
+        if !self.heading {
+            self.heading = true;
+            writeln!(
+                self.out,
+                "{:>3} {:>8} {:>15} {:>15} {:>15} {:>15} EVENT",
+                "CPU", "THREAD", "VAL", "ENA", "RUN", "TIME"
+            )
+            .map_err(Stop::Output)?;
+        }
+        for (event, recorded) in events.iter().enumerate() {
+            let name = &recorded.name;
+            for (thread, pid) in threads.iter().enumerate() {
+                for number in cpus {
+                    let place = (event, *number, thread as u32);
+                    let [value, enabled, running] = match self.counts.get_mut(&place) {
+                        // evsel__compute_deltas, then perf_counts_values__scale, in place.
+                        Some(count) => {
+                            let before = self.previous.insert(place, *count).unwrap_or_default();
                             for (now, then) in count.iter_mut().zip(before) {
                                 *now = now.wrapping_sub(then);
                             }
                             let [value, enabled, running] = count;
-                            if scale && *running == 0 {
+                            if self.scale && *running == 0 {
                                 *value = 0;
-                            } else if scale && *running < *enabled {
+                            } else if self.scale && *running < *enabled {
                                 *value = (*value as f64 * *enabled as f64 / *running as f64) as u64;
                             }
-                            if out.is_empty() {
-                                _ = writeln!(
-                                    out,
-                                    "{:>3} {:>8} {:>15} {:>15} {:>15} {:>15} EVENT",
-                                    "CPU", "THREAD", "VAL", "ENA", "RUN", "TIME"
-                                );
-                            }
-                            _ = writeln!(
-                                out,
-                                "{number:>3} {pid:>8} {value:>15} {enabled:>15} {running:>15} {time:>15} {name}"
-                            );
+                            *count
                         }
-                    }
+                        None => [0; 3],
+                    };
+                    writeln!(
+                        self.out,
+                        "{number:>3} {pid:>8} {value:>15} {enabled:>15} {running:>15} {time:>15} {name}"
+                    )
+                    .map_err(Stop::Output)?;
                 }
             }
-            _ => {}
         }
+        Ok(())
     }
-    Ok(out)
 }
 
 fn u64_at(body: &[u8], at: usize) -> Option<u64> {
