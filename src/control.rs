@@ -3,8 +3,8 @@
 //! each, to count only the region it measures.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
-use std::os::fd::OwnedFd;
+use std::io::{BufReader, ErrorKind as IoKind, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 
 use counterhal_hal::{Error, ErrorKind, Group, Result};
 
@@ -117,8 +117,9 @@ impl Control {
         }
     }
 
-    /// The next command perf would act on, waiting for it; text perf ignores is skipped.
-    /// `None` once every writer has closed its end.
+    /// The next command perf would act on, waiting for it (on a descriptor its giver opened
+    /// `O_NONBLOCK` too, as perf polls); text perf ignores is skipped. `None` once every
+    /// writer has closed its end.
     ///
     /// # Errors
     /// [`ErrorKind::Other`] when the descriptor cannot be read, with the OS error.
@@ -135,7 +136,12 @@ impl Control {
                     }
                     Ok(_) if byte[0] == b'\n' || byte[0] == 0 => break,
                     Ok(_) => text.push(byte[0]),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == IoKind::Interrupted => {}
+                    // A descriptor its giver opened O_NONBLOCK: wait for input, as perf polls.
+                    Err(e) if e.kind() == IoKind::WouldBlock => {
+                        counterhal_process::wait_ready(self.commands.get_ref().as_fd(), false)
+                            .map_err(|e| io_error("cannot wait for the control descriptor", &e))?
+                    }
                     Err(e) => return Err(io_error("cannot read the control descriptor", &e)),
                 }
             }
@@ -149,18 +155,36 @@ impl Control {
     }
 
     /// Writes perf's acknowledgement (`ack\n` and a NUL) for `command`: after every command
-    /// but [`ControlCommand::Snapshot`], as perf writes it; nothing without an
-    /// acknowledgement descriptor.
+    /// but [`ControlCommand::Snapshot`], as perf writes it, waiting for room where a
+    /// non-blocking descriptor is full; nothing without an acknowledgement descriptor.
     ///
     /// # Errors
     /// [`ErrorKind::Other`] when the acknowledgement cannot be written, with the OS error.
     pub fn acknowledge(&mut self, command: &ControlCommand) -> Result<()> {
-        match &mut self.acks {
-            Some(acks) if *command != ControlCommand::Snapshot => acks
-                .write_all(ACK)
-                .map_err(|e| io_error("cannot write the acknowledgement", &e)),
-            _ => Ok(()),
+        let Some(acks) = &mut self.acks else {
+            return Ok(());
+        };
+        if *command == ControlCommand::Snapshot {
+            return Ok(());
         }
+        let mut rest = ACK;
+        while !rest.is_empty() {
+            match acks.write(rest) {
+                Ok(0) => {
+                    let e = std::io::Error::from(IoKind::WriteZero);
+                    return Err(io_error("cannot write the acknowledgement", &e));
+                }
+                Ok(written) => rest = &rest[written..],
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                // A full pipe its giver opened O_NONBLOCK: wait for room.
+                Err(e) if e.kind() == IoKind::WouldBlock => {
+                    counterhal_process::wait_ready(acks.as_fd(), true)
+                        .map_err(|e| io_error("cannot wait for the acknowledgement", &e))?
+                }
+                Err(e) => return Err(io_error("cannot write the acknowledgement", &e)),
+            }
+        }
+        Ok(())
     }
 
     /// Enables and disables `counters` as `enable` and `disable` say, acknowledging them and
@@ -258,6 +282,40 @@ mod tests {
         let mut written = Vec::new();
         acks_read.read_to_end(&mut written).expect("read");
         assert_eq!(written, b"ack\n\0".repeat(4));
+    }
+
+    /// Descriptors a harness opened `O_NONBLOCK` (here a socket pair, whose reads and writes
+    /// answer `EWOULDBLOCK` as a pipe's do): commands that come later are waited for, and
+    /// acknowledgements wait for room, where the first `EWOULDBLOCK` ended the commands
+    /// before ("Resource temporarily unavailable").
+    #[test]
+    fn non_blocking_descriptors_are_waited_on() {
+        use std::os::unix::net::UnixStream;
+        let (commands, mut writer) = UnixStream::pair().expect("socketpair");
+        let (mut acks_read, acks) = UnixStream::pair().expect("socketpair");
+        for end in [&commands, &writer, &acks_read, &acks] {
+            end.set_nonblocking(true).expect("O_NONBLOCK");
+        }
+        let harness = std::thread::spawn(move || {
+            for text in ["enable\n", "ping\n", "disable\n"] {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                writer.write_all(text.as_bytes()).expect("write");
+            }
+        });
+        let mut control = Control::new(commands.into(), Some(acks.into()));
+        let mut seen = Vec::new();
+        while let Some(command) = control.receive().expect("receive") {
+            control.acknowledge(&command).expect("ack");
+            seen.push(command);
+        }
+        harness.join().expect("the harness");
+        use ControlCommand::*;
+        assert_eq!(seen, [Enable(None), Ping, Disable(None)]);
+        drop(control);
+        acks_read.set_nonblocking(false).expect("blocking");
+        let mut written = Vec::new();
+        acks_read.read_to_end(&mut written).expect("read");
+        assert_eq!(written, b"ack\n\0".repeat(3));
     }
 
     /// A set is enabled and disabled as told; what `serve` leaves to the caller comes back

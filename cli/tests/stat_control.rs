@@ -63,12 +63,17 @@ mod tempdir {
 }
 
 /// `stat` (`tool` before its arguments) counting page faults of the client under `--control`
-/// in `form` (`fd`: pipes on descriptors 10 to 13; `fifo`: the two fifos), with `-D -1`.
+/// in `form` (`fd`: pipes on descriptors 10 to 13; `nonblocking`: the same pipes with every
+/// end `O_NONBLOCK`; `fifo`: the two fifos), with `-D -1`.
 fn run_client(tool: &[PathBuf], form: &str, dir: &Path, program: &Path) -> Output {
     let mut command = Command::new(program);
     let (spec, ctl, ack) = match form {
-        "fd" => {
-            command.arg("pipes");
+        "fd" | "nonblocking" => {
+            command.arg(if form == "fd" {
+                "pipes"
+            } else {
+                "nonblocking-pipes"
+            });
             ("fd:10,13".to_string(), "11".into(), "12".into())
         }
         _ => {
@@ -121,7 +126,8 @@ fn faults_and_words(out: &Output) -> (u64, Vec<String>) {
     (faults, words)
 }
 
-/// Runs the client under counterhal and under `oracle` (`fd:` and `fifo:`): the client got
+/// Runs the client under counterhal and under `oracle` (`fd:`, on blocking and on
+/// non-blocking pipes, and `fifo:`): the client got
 /// every acknowledgement (it exits 0 only after reading perf's 5 bytes, "ack\n" and its NUL,
 /// after each of `enable`, `disable` and `ping`), both counted the 256 pages of the window
 /// and none of the 1,000 outside it, within [`TOLERANCE`] of each other, and both said the
@@ -134,7 +140,7 @@ fn same_window_as(oracle: &[PathBuf], name: &str) {
         );
     };
     let ours = [bin()];
-    for form in ["fd", "fifo"] {
+    for form in ["fd", "nonblocking", "fifo"] {
         let theirs = run_client(oracle, form, dir.path(), &program);
         let mine = run_client(&ours, form, dir.path(), &program);
         for (who, out) in [(name, &theirs), ("counterhal", &mine)] {

@@ -192,7 +192,10 @@ fn script_heap_peak(stream: &[u8], tag: &str) -> (u64, usize) {
 fn script_keeps_its_heap_flat_whatever_it_prints() {
     linux_or_skip!();
     if Command::new("valgrind").arg("--version").output().is_err() {
-        skip!(Need::Tools, "valgrind is not installed (apt-get install valgrind)");
+        skip!(
+            Need::Tools,
+            "valgrind is not installed (apt-get install valgrind)"
+        );
     }
     let (small, small_lines) = script_heap_peak(&crafted(1, 0, 4), "small");
     let (large, large_lines) = script_heap_peak(&crafted(64, 255, 2), "large");

@@ -16,6 +16,18 @@ pub use child::{
 #[cfg(unix)]
 pub use signals::ForwardSignals;
 
+/// Waits until `fd` is ready for `write` (or, with `write` false, for reading): for a
+/// descriptor opened `O_NONBLOCK` by whoever gave it, whose read or write answered
+/// `EWOULDBLOCK`. Returns at once where it has hung up or failed; the next read or write
+/// says which.
+///
+/// # Errors
+/// The OS error of poll(2).
+#[cfg(unix)]
+pub fn wait_ready(fd: std::os::fd::BorrowedFd<'_>, write: bool) -> std::io::Result<()> {
+    sys::wait_ready(fd, write).map_err(std::io::Error::from_raw_os_error)
+}
+
 /// Runs `hook` when the process exits through `exit` (a return from `main` included), after
 /// the hooks registered later; false when the C library has no room for it. The hook must not
 /// unwind (catch panics inside it).

@@ -232,6 +232,31 @@ pub fn write_all(fd: BorrowedFd<'_>, bytes: &[u8]) -> Result<(), Errno> {
     if ret < 0 { Err(last_errno()) } else { Ok(()) }
 }
 
+/// Waits until `fd` can be written (`write`) or read, or has hung up or failed (the next
+/// read or write then says which): poll(2) on the one descriptor, EINTR retried.
+///
+/// # Errors
+/// The errno.
+pub fn wait_ready(fd: BorrowedFd<'_>, write: bool) -> Result<(), Errno> {
+    let events = if write { libc::POLLOUT } else { libc::POLLIN };
+    let mut ready = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: `ready` is one live pollfd for the call; `fd` is open for the call.
+        let ret = unsafe { libc::poll(&mut ready, 1, -1) };
+        if ret >= 0 {
+            return Ok(());
+        }
+        let errno = last_errno();
+        if errno != libc::EINTR {
+            return Err(errno);
+        }
+    }
+}
+
 /// Reads up to `buf.len()` bytes from `fd` (EINTR retried).
 ///
 /// # Errors

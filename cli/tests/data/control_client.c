@@ -4,8 +4,13 @@
  * the window, and a `ping`.
  *   control_client run CTL ACK      CTL and ACK: descriptor numbers, or fifo paths
  *   control_client pipes PROGRAM... PROGRAM run with two pipes: commands read on 10 (written
- *                                   on 11), acks written on 13 (read on 12) */
+ *                                   on 11), acks written on 13 (read on 12)
+ *   control_client nonblocking-pipes PROGRAM...
+ *                                   the same pipes, every end O_NONBLOCK, as a harness may
+ *                                   open them (the client then polls for each ack) */
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,6 +29,11 @@ static void command(int ctl, int ack, const char *text) {
 	if (write(ctl, text, strlen(text)) != (ssize_t)strlen(text)) exit(3);
 	while (got < sizeof reply) {
 		ssize_t n = read(ack, reply + got, sizeof reply - got);
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd ready = {.fd = ack, .events = POLLIN};
+			if (poll(&ready, 1, 10000) != 1) exit(7);
+			continue;
+		}
 		if (n <= 0) exit(4);
 		got += (size_t)n;
 	}
@@ -38,9 +48,13 @@ static void touch(size_t pages) {
 
 int main(int argc, char **argv) {
 	int commands[2], acks[2];
-	if (argc > 2 && !strcmp(argv[1], "pipes")) {
+	int nonblocking = argc > 2 && !strcmp(argv[1], "nonblocking-pipes");
+	if (argc > 2 && (nonblocking || !strcmp(argv[1], "pipes"))) {
 		if (pipe(commands) || pipe(acks) || dup2(commands[0], 10) < 0 || dup2(commands[1], 11) < 0
 		    || dup2(acks[0], 12) < 0 || dup2(acks[1], 13) < 0) return 2;
+		for (int fd = 10; nonblocking && fd <= 13; fd++) {
+			if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) return 2;
+		}
 		execvp(argv[2], argv + 2);
 		return 127;
 	}
