@@ -37,9 +37,22 @@ impl<'a> Request<'a> {
             .and_then(|v| std::str::from_utf8(v).ok())
     }
 
-    /// The target's path: without its query or fragment.
+    /// The target's path: without its query or fragment, and in the absolute form
+    /// (`http://host:port/metrics`, which RFC 9112 section 3.2.2 says a server must accept)
+    /// without its scheme and authority (an empty path is `/`).
     pub fn path(&self) -> &'a str {
-        self.target.split(['?', '#']).next().unwrap_or("")
+        let path = self.target.split(['?', '#']).next().unwrap_or("");
+        let Some((scheme, rest)) = path.split_once("://") else {
+            return path;
+        };
+        let is_http = ["http", "https"]
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(scheme));
+        match rest.find('/') {
+            _ if !is_http => path,
+            Some(slash) => &rest[slash..],
+            None => "/",
+        }
     }
 
     /// Whether it is a `HEAD`: answered with a head and no body.
@@ -113,5 +126,36 @@ pub fn reason(status: u16) -> &'static str {
         503 => "Service Unavailable",
         // RFC 9112 lets it be empty.
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 9112, section 3.2: the origin form and the absolute form name the same resource;
+    /// a query and a fragment are not the path.
+    #[test]
+    fn the_absolute_form_names_the_path_the_origin_form_does() {
+        let path = |target| {
+            Request {
+                method: "GET",
+                target,
+                headers: &[],
+            }
+            .path()
+        };
+        for target in [
+            "/metrics",
+            "/metrics?x=1",
+            "http://127.0.0.1:9464/metrics",
+            "HTTP://node:9464/metrics?debug=1",
+            "https://[::1]:9464/metrics#top",
+        ] {
+            assert_eq!(path(target), "/metrics", "{target}");
+        }
+        assert_eq!(path("http://node:9464"), "/");
+        assert_eq!(path("ftp://node/metrics"), "ftp://node/metrics");
+        assert_eq!(path("*"), "*");
     }
 }

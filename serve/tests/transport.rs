@@ -105,6 +105,36 @@ fn malformed_and_oversized_heads_are_refused_and_requests_go_on() {
     assert_eq!((answered(&health, 400), answered(&health, 431)), (4, 3));
 }
 
+/// A request in the absolute form (`GET http://host:port/path`), which RFC 9112 section
+/// 3.2.2 says a server must accept, names the path the origin form names (before: 404).
+///
+/// Oracle: curl (Debian's), whose `--request-target` sends the target as given, as a client
+/// configured with a proxy sends it.
+#[test]
+fn a_request_in_the_absolute_form_is_answered_as_its_path() {
+    let (address, _) = serving(Duration::ZERO, roomy());
+    let (status, text) = exchange(
+        address,
+        format!("GET http://{address}/absolute?x=1 HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(status, Some(200), "{text}");
+    assert!(text.ends_with("\r\n\r\n/absolute"), "{text}");
+    let curl = std::process::Command::new("curl")
+        .args(["-s", "--request-target"])
+        .arg(format!("http://{address}/by-curl"))
+        .arg(format!("http://{address}/"))
+        .output();
+    let Ok(curl) = curl else {
+        counterhal_conformance::skip!(
+            counterhal_conformance::skip::Need::Tools,
+            "curl is not installed (apt-get install curl)"
+        );
+    };
+    assert!(curl.status.success(), "{curl:?}");
+    assert_eq!(String::from_utf8_lossy(&curl.stdout), "/by-curl");
+}
+
 /// A `HEAD` is answered with the head alone: the status, and the `Content-Length` the body
 /// would have.
 ///
