@@ -68,11 +68,8 @@ fn multiplexing(caps: &Capabilities) -> String {
     }
 }
 
-/// Whether user-space counter reads are allowed, per core PMU (found as perf finds them:
-/// `cpu`, or a PMU with a `cpus` file): on x86 its `rdpmc` file (0 off, 1 while an event is
-/// mapped, 2 always); on Arm64, whose PMUs grant it per event (their `rdpmc` format),
-/// `kernel.perf_user_access` (0 off, 1 on).
-fn rdpmc_status(system: &System) -> String {
+/// The kernel's core PMUs, found as perf finds them: `cpu`, or a PMU with a `cpus` file.
+fn core_pmus(system: &System) -> Vec<String> {
     let devices = system.pmu_devices();
     let mut cores: Vec<String> = std::fs::read_dir(&devices)
         .map(|entries| {
@@ -84,6 +81,14 @@ fn rdpmc_status(system: &System) -> String {
         })
         .unwrap_or_default();
     cores.sort();
+    cores
+}
+
+/// Whether user-space counter reads are allowed, per core PMU (`cores`): on x86 its `rdpmc`
+/// file (0 off, 1 while an event is mapped, 2 always); on Arm64, whose PMUs grant it per event
+/// (their `rdpmc` format), `kernel.perf_user_access` (0 off, 1 on).
+fn rdpmc_status(system: &System, cores: &[String]) -> String {
+    let devices = system.pmu_devices();
     let settings: Vec<String> = cores
         .iter()
         .filter_map(|pmu| {
@@ -98,14 +103,19 @@ fn rdpmc_status(system: &System) -> String {
         })
         .collect();
     if settings.is_empty() {
-        return format!(
-            "unavailable: no core PMU in {} (no `cpu`, and no PMU with a `cpus` file)",
-            devices.display()
-        );
+        return format!("unavailable: {}", no_core_pmu(system));
     }
     let on = settings.iter().any(|s| !s.ends_with("= 0"));
     let verdict = if on { "available" } else { "off" };
     format!("{verdict} ({})", settings.join(", "))
+}
+
+/// What is said where the kernel has no core PMU.
+fn no_core_pmu(system: &System) -> String {
+    format!(
+        "no core PMU in {} (no `cpu`, and no PMU with a `cpus` file)",
+        system.pmu_devices().display()
+    )
 }
 
 /// Runs `counterhal info`.
@@ -122,6 +132,14 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
         Some(cpu) => _ = writeln!(out, "CPU:     {cpu}"),
         None => _ = writeln!(out, "CPU:     not detected"),
     }
+    // Where the kernel has no core PMU (a VM without one), hardware events are refused
+    // whatever the model says.
+    let cores = if cfg!(target_os = "linux") {
+        Some(core_pmus(&system))
+    } else {
+        None
+    };
+    let no_core = cores.as_ref().is_some_and(Vec::is_empty);
     match context.model().and_then(|id| context.database().model(id)) {
         Some(model) => {
             let pmu = &model.pmu;
@@ -131,11 +149,19 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
             } else {
                 String::new()
             };
-            _ = writeln!(
-                out,
-                "PMU:     {} general counters x {} bits{fixed} (per the event database)",
+            let counters = format!(
+                "{} general counters x {} bits{fixed}",
                 pmu.general_counters, pmu.counter_width
             );
+            if no_core {
+                _ = writeln!(
+                    out,
+                    "PMU:     none in the kernel here (the model's has {counters}, per the \
+                     event database)"
+                );
+            } else {
+                _ = writeln!(out, "PMU:     {counters} (per the event database)");
+            }
         }
         None => {
             _ = writeln!(
@@ -149,7 +175,7 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
             .perf_event_paranoid()
             .map_or_else(|| "unknown".into(), |level| level.to_string());
         _ = writeln!(out, "perf_event_paranoid: {paranoid}");
-        let rdpmc = rdpmc_status(&system);
+        let rdpmc = rdpmc_status(&system, cores.as_deref().unwrap_or_default());
         _ = writeln!(out, "rdpmc:   {rdpmc}");
     }
     _ = writeln!(out, "backends:");
@@ -165,7 +191,18 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
                     };
                     let caps =
                         describe_capabilities(backend.capabilities(), backend.generalized().len());
-                    _ = writeln!(out, "  {name:<6} usable ({device}): {caps}");
+                    // The kernel's interface without a core PMU counts software events and
+                    // tracepoints; its hardware events are refused.
+                    let limit = if no_core && registration.interface == "perf_event_open" {
+                        format!(
+                            "; {}: hardware events are refused, software events and \
+                             tracepoints count",
+                            no_core_pmu(&system)
+                        )
+                    } else {
+                        String::new()
+                    };
+                    _ = writeln!(out, "  {name:<6} usable ({device}): {caps}{limit}");
                 }
                 Err(e) => {
                     _ = writeln!(

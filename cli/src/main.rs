@@ -36,8 +36,10 @@ Exit status:
   encode   0 when every event encoded; 2 on any error (message on stderr)
   serve    runs until killed; 1 when no event opens or the address cannot be
            listened on; 2 for bad arguments
-  completions
-           0; 2 for a shell it does not know";
+  script   0 when the recording was read whole; 1 when the output cannot be
+           written; 2 for a recording that cannot be read or is not one
+  completions, version
+           0; 2 for a shell it does not know, or bad arguments";
 
 /// Hardware performance counters on Linux (perf_event_open), OpenBSD (/dev/pctr), FreeBSD
 /// (hwpmc) and raw x86 MSRs, with one event database and one conformance suite.

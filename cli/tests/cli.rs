@@ -6,6 +6,80 @@ use crate::common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
+/// Where the kernel has no core PMU (rdpmc's line says so, read from sysfs as perf finds core
+/// PMUs), `info` says so in the PMU line and in the line of the backend that counts through
+/// `perf_event_open`, instead of "usable" beside the model's counters alone (before: "PMU: 6
+/// general counters" and "linux usable (real device)" beside "no core PMU").
+#[test]
+fn info_says_where_the_kernel_has_no_core_pmu() {
+    linux_or_skip!();
+    let out = counterhal(&["info"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = |start: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let no_core = line("rdpmc:").contains("no core PMU");
+    let pmu = line("PMU:");
+    if !pmu.is_empty() {
+        assert_eq!(pmu.contains("none in the kernel here"), no_core, "{text}");
+    }
+    let linux = line("linux ");
+    if linux.contains("usable (real device)") {
+        assert_eq!(
+            linux.contains("no core PMU") && linux.contains("hardware events are refused"),
+            no_core,
+            "{text}"
+        );
+    }
+}
+
+/// The top-level help's exit statuses name every subcommand its list of commands names
+/// (before, `version` and `script` had none).
+#[test]
+fn the_help_gives_every_subcommand_s_exit_status() {
+    let out = counterhal(&["--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let (commands, statuses) = text
+        .split_once("Exit status:")
+        .unwrap_or_else(|| panic!("no exit statuses in:\n{text}"));
+    let listed: Vec<&str> = commands
+        .split_once("Commands:")
+        .map(|(_, list)| list)
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    assert!(listed.len() >= 9, "{listed:?}");
+    // A status line names its commands first, separated by commas (`list, info, check`).
+    let mut named: Vec<&str> = Vec::new();
+    for line in statuses
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+    {
+        for word in line.split_whitespace() {
+            named.push(word.trim_end_matches(','));
+            if !word.ends_with(',') {
+                break;
+            }
+        }
+    }
+    for command in listed {
+        assert!(
+            named.contains(&command),
+            "no exit status for {command}:\n{statuses}"
+        );
+    }
+}
+
 #[test]
 fn info_lists_every_backend_with_a_status() {
     let out = counterhal(&["info"]);
@@ -465,7 +539,8 @@ fn help_documents_exit_codes() {
 
 #[test]
 fn check_writes_a_json_report() {
-    let dir = std::env::temp_dir().join(format!("counterhal-check-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("report.json");
     let out = counterhal(&["check", "--models", "--json", path.to_str().unwrap()]);
@@ -528,7 +603,8 @@ fn build_marker_program(dir: &std::path::Path) -> Option<(std::path::PathBuf, u6
 #[test]
 fn stat_counts_an_execute_breakpoint_exactly_as_perf_does() {
     linux_or_skip!();
-    let dir = std::env::temp_dir().join(format!("counterhal-bp-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-bp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let Some((program, address)) = build_marker_program(&dir) else {
         std::fs::remove_dir_all(&dir).ok();
@@ -687,7 +763,8 @@ fn stat_targets_and_options() {
     let out = counterhal(&["stat", "-r", "3", "-e", "page-faults", "--", "true"]);
     assert!(stderr(&out).contains("(3 runs)"), "{}", stderr(&out));
     assert!(stderr(&out).contains("+-"), "{}", stderr(&out));
-    let dir = std::env::temp_dir().join(format!("counterhal-o-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-o-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("stat.csv");
     let out = counterhal(&[
@@ -737,7 +814,8 @@ fn stat_json_reports_unsupported_events_with_a_reason() {
 
 #[test]
 fn check_runs_one_backend_on_request() {
-    let dir = std::env::temp_dir().join(format!("counterhal-check1-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-check1-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("report.json");
     let out = counterhal(&[
@@ -819,7 +897,8 @@ fn stat_a_counts_every_cpu() {
 #[test]
 fn stat_p_counts_every_thread_of_the_process() {
     linux_or_skip!();
-    let dir = std::env::temp_dir().join(format!("counterhal-threads-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-threads-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // The main thread sleeps; a second thread does all the work.
     let program = compile_c(
