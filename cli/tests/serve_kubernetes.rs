@@ -501,7 +501,10 @@ fn the_daemonsets_command_line_gives_prometheus_pod_labels_over_tls() {
         skip!(Need::Privilege, "making cgroups takes root");
     }
     let Some((container, _)) = daemonset() else {
-        skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
+        skip!(
+            Need::Tools,
+            "python3 with PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
+        );
     };
     let root = match counterhal::cgroups::root() {
         Ok(root) => root,

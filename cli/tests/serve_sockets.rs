@@ -213,10 +213,15 @@ fn prometheus_sums_per_cpu_series_by_socket_to_the_per_socket_series() {
             Exporter::start(&["-e", PROMETHEUS_EVENT, "--per-die"]),
         ),
     ];
-    let calls = Command::new("python3")
+    let Ok(calls) = Command::new("python3")
         .args(["-c", PROMETHEUS_CALLER])
         .status()
-        .expect("run python3");
+    else {
+        skip!(
+            Need::Tools,
+            "python3 (Debian's python3) is not installed to make the getpgid(2) calls"
+        );
+    };
     assert!(calls.success());
     for release in Release::ALL {
         eprintln!("== {}", release.name());

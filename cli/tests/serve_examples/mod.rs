@@ -37,8 +37,8 @@ pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     pub fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("counterhal-examples-{}-{name}", std::process::id()));
+        let dir = counterhal_conformance::fixtures::temp_dir()
+            .join(format!("counterhal-examples-{}-{name}", std::process::id()));
         std::fs::remove_dir_all(&dir).ok();
         std::fs::create_dir_all(&dir).unwrap();
         Scratch(dir)
@@ -126,12 +126,19 @@ pub fn pattern_matches(pattern: &str, path: &str) -> bool {
     child.wait().unwrap().success()
 }
 
-/// The documents of the YAML file `path` as PyYAML reads them, as JSON; `None` where PyYAML
-/// (Debian's python3-yaml) is not installed.
+/// The documents of the YAML file `path` as PyYAML reads them, as JSON; `None` where python3
+/// or PyYAML (Debian's python3-yaml) is not installed.
 pub fn yaml_documents(path: &Path) -> Option<Vec<serde_json::Value>> {
-    let (ok, json) = verdict(Command::new("python3").arg("-c").arg(
+    let read = Command::new("python3").arg("-c").arg(
         "import json, sys, yaml; json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)",
-    ).arg(path));
+    ).arg(path).output();
+    let Ok(out) = read else {
+        return None;
+    };
+    let (ok, json) = (
+        out.status.success(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    );
     if !ok && json.contains("No module named 'yaml'") {
         return None;
     }
@@ -317,11 +324,20 @@ fn web_config_passes_promtool_and_its_published_password_is_refused() {
         .lines()
         .find_map(|l| l.trim().strip_prefix("prometheus: "))
         .expect("the user prometheus");
-    let (ok, said) = verdict(
-        Command::new("python3")
-            .args(["-W", "ignore", "-c"])
-            .arg("import crypt, sys; print(crypt.crypt(sys.argv[1], sys.argv[2]) == sys.argv[2])")
-            .args([password, hash]),
+    let checked = Command::new("python3")
+        .args(["-W", "ignore", "-c"])
+        .arg("import crypt, sys; print(crypt.crypt(sys.argv[1], sys.argv[2]) == sys.argv[2])")
+        .args([password, hash])
+        .output();
+    let Ok(out) = checked else {
+        skip!(
+            Need::Tools,
+            "python3 (Debian's python3) is not installed to check the published password's hash"
+        );
+    };
+    let (ok, said) = (
+        out.status.success(),
+        format!("{}{}", stdout(&out), stderr(&out)),
     );
     if !ok && said.contains("No module named 'crypt'") {
         skip!(
@@ -360,7 +376,7 @@ fn daemonset_counts_what_the_rules_read_with_perfmon_and_bpf_alone() {
     let Some((container, pod)) = daemonset() else {
         skip!(
             Need::Tools,
-            "PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
+            "python3 with PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
         );
     };
     let documents = yaml_documents(&repository("examples/prometheus/daemonset.yaml")).unwrap();
@@ -470,7 +486,7 @@ fn daemonset_has_room_for_a_node_of_500_pods() {
     let Some((container, _)) = daemonset() else {
         skip!(
             Need::Tools,
-            "PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
+            "python3 with PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
         );
     };
     let command = command_of(&container);
