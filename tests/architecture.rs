@@ -288,6 +288,44 @@ fn every_skip_goes_through_the_skip_door() {
     );
 }
 
+/// A skip for a missing tool says how to install it: every reason that says something "is
+/// not installed" names the Debian package (`apt-get install PACKAGE`, or `Debian's PACKAGE`),
+/// so that a reader of the skip list knows what to install (14 said only "perf is not
+/// installed").
+#[test]
+fn every_missing_tool_is_named_with_its_package() {
+    let mut found = Vec::new();
+    let mut folders = source_roots();
+    for entry in std::fs::read_dir(root()).unwrap().flatten() {
+        if entry.path().join("tests").is_dir() {
+            folders.push(entry.path().join("tests"));
+        }
+    }
+    folders.push(root().join("tests"));
+    for folder in folders {
+        for file in rust_files(&folder) {
+            let rel = relative(&file);
+            if rel == "tests/architecture.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (line, literal) in string_literals(&text) {
+                if literal.contains(" is not installed")
+                    && !literal.contains("apt-get install")
+                    && !literal.contains("Debian's")
+                    && !literal.contains("is not installed as ")
+                {
+                    found.push(format!("{rel}:{line}: {literal}"));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "name the package (apt-get install PACKAGE): {found:#?}"
+    );
+}
+
 /// The names in a manifest's `[dependencies]` table.
 fn dependencies(manifest: &Path) -> BTreeMap<String, toml::Value> {
     let text = std::fs::read_to_string(manifest).unwrap();

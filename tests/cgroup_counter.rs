@@ -122,8 +122,8 @@ struct PerfStat {
 
 impl PerfStat {
     fn start(cgroups: &[String], expected_fds: usize) -> Option<PerfStat> {
-        let output =
-            std::env::temp_dir().join(format!("counterhal-bpf-perf-{}", std::process::id()));
+        let output = counterhal_conformance::fixtures::temp_dir()
+            .join(format!("counterhal-bpf-perf-{}", std::process::id()));
         let child = Command::new("perf")
             .args(["stat", "-a", "-x,", "-o"])
             .arg(&output)
@@ -305,7 +305,7 @@ fn bpf_mode_counts_as_perf_events_and_perf_at_every_level() {
     if perf_saw.is_none() {
         skip!(
             Need::Tools,
-            "perf is not installed: compared with perf events only"
+            "perf is not installed (apt-get install linux-perf): compared with perf events only"
         );
     }
 }

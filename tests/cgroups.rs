@@ -93,7 +93,7 @@ fn a_directory_that_is_no_cgroup_is_refused_by_its_path() {
         .err()
         .expect("refused")
     };
-    let missing = std::env::temp_dir().join("counterhal-no-such-cgroup");
+    let missing = counterhal_conformance::fixtures::temp_dir().join("counterhal-no-such-cgroup");
     let e = open(&missing);
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
     assert!(
@@ -102,7 +102,7 @@ fn a_directory_that_is_no_cgroup_is_refused_by_its_path() {
         "{e}"
     );
     // A directory, but no cgroup's: the kernel refuses the descriptor (EBADF).
-    let e = open(&std::env::temp_dir());
+    let e = open(&counterhal_conformance::fixtures::temp_dir());
     if e.kind() == ErrorKind::PermissionDenied {
         skip!(Need::Privilege, "counting CPUs: {e}");
     }

@@ -39,15 +39,13 @@ fn a_strict_domain_refuses_the_fallback_a_default_set_reports() {
     let Ok(id) = std::fs::read_to_string(&id_file) else {
         skip!(Need::System, "no {id_file} here");
     };
-    let dir = std::env::temp_dir().join(format!("counterhal-domains-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("domains");
-    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let output = std::process::Command::new(&exe)
+    // This test binary where nobody can run it, whatever folder the workspace is in.
+    let anyone = counterhal_conformance::fixtures::ForAnyone::new(
+        "domains",
+        &[(&std::env::current_exe().unwrap(), "domains")],
+    )
+    .unwrap();
+    let output = std::process::Command::new(anyone.path("domains"))
         .args([
             "--ignored",
             "--exact",
@@ -61,7 +59,6 @@ fn a_strict_domain_refuses_the_fallback_a_default_set_reports() {
         .gid(65534)
         .output()
         .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
     let text = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);
     eprintln!("{text}");

@@ -266,7 +266,7 @@ fn the_criterion_example_reports_each_event_by_name() {
         ])
         .env(
             "CRITERION_HOME",
-            std::env::temp_dir().join("counterhal-criterion"),
+            counterhal_conformance::fixtures::temp_dir().join("counterhal-criterion"),
         )
         .output()
         .unwrap();
@@ -319,8 +319,8 @@ fn the_criterion_example_reports_each_event_by_name() {
 fn an_exact_tracepoint_is_benchmarked_twice_with_plots_on() {
     // The example counts a tracepoint, which needs tracefs: the library mounts nothing unasked.
     let _ = counterhal_conformance::fixtures::tracefs_mounted();
-    let home =
-        std::env::temp_dir().join(format!("counterhal-criterion-plots-{}", std::process::id()));
+    let home = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-criterion-plots-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
     let run = || {
         let out = Command::new(example("criterion_events"))

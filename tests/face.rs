@@ -683,10 +683,13 @@ fn unprivileged_counting_falls_back_to_user_space_with_a_note() {
     else {
         skip!(Need::System, "no syscalls tracepoints in tracefs here");
     };
-    let dir = tempdir("face-nobody");
-    let exe = dir.join("face");
-    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
-    let output = std::process::Command::new(&exe)
+    // This test binary where nobody can run it, whatever folder the workspace is in.
+    let anyone = counterhal_conformance::fixtures::ForAnyone::new(
+        "face",
+        &[(&std::env::current_exe().unwrap(), "face")],
+    )
+    .unwrap();
+    let output = std::process::Command::new(anyone.path("face"))
         .args([
             "--ignored",
             "--exact",
@@ -785,7 +788,9 @@ fn as_nobody() {
 /// A fresh directory under the target's scratch space, readable by every user.
 fn tempdir(name: &str) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let dir = std::env::temp_dir().join(format!("counterhal-{name}-{}", std::process::id()));
+    counterhal_conformance::fixtures::clean_up_at_exit();
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     dir

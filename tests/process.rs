@@ -189,7 +189,7 @@ fn a_process_is_all_its_threads_and_a_thread_is_one() {
     let Some(perf) = perf else {
         skip!(
             Need::Tools,
-            "perf is not installed: {whole} not compared with it"
+            "perf is not installed (apt-get install linux-perf): {whole} not compared with it"
         );
     };
     let _ = Command::new("kill")

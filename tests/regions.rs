@@ -127,7 +127,8 @@ fn the_process_wide_report_is_written_at_exit() {
     if backend().is_none() {
         skip!(Need::System, "no backend here counts software events");
     }
-    let out = std::env::temp_dir().join(format!("counterhal-regions-{}.json", std::process::id()));
+    let out = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-regions-{}.json", std::process::id()));
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",

@@ -108,7 +108,8 @@ fn many_events() -> Result<Vec<String>, String> {
 /// that every event was taken and that there were at most two `perf_event_open` calls per
 /// event (and a few of the backend's own probe).
 fn opens_at_most_twice_each(test: &str, child_key: &str, names: &[String]) {
-    let log = std::env::temp_dir().join(format!("counterhal-{test}-{}.strace", std::process::id()));
+    let log = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-{test}-{}.strace", std::process::id()));
     let run = Command::new("strace")
         .args(["-f", "-qq", "-e", "trace=perf_event_open", "-o"])
         .arg(&log)
@@ -117,7 +118,10 @@ fn opens_at_most_twice_each(test: &str, child_key: &str, names: &[String]) {
         .env(child_key, names.join(","))
         .output();
     let Ok(out) = run else {
-        skip!(Need::Tools, "strace is not installed");
+        skip!(
+            Need::Tools,
+            "strace is not installed (apt-get install strace)"
+        );
     };
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

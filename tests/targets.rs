@@ -280,7 +280,7 @@ fn every_backend_takes_each_place_or_says_unsupported() {
             Target::Process(std::process::id()),
             Target::AllCpus,
             Target::Cpus("0".parse().unwrap()),
-            Target::cgroup(std::env::temp_dir(), None),
+            Target::cgroup(counterhal_conformance::fixtures::temp_dir(), None),
         ] {
             match MultiSet::open(
                 &backend,
@@ -455,7 +455,8 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     if cpus.len() < 2 {
         skip!(Need::System, "one CPU online: every CPU is the cpumask's");
     }
-    let root = std::env::temp_dir().join(format!("counterhal-cpumask-{}", std::process::id()));
+    let root = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-cpumask-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let devices = root.join("bus/event_source/devices");
     std::fs::create_dir_all(&devices).unwrap();

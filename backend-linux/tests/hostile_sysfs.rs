@@ -134,7 +134,7 @@ fn pieces() -> &'static Pieces {
         let shm = Path::new("/dev/shm");
         let parent = match shm.is_dir() {
             true => shm.to_path_buf(),
-            false => std::env::temp_dir(),
+            false => counterhal_conformance::fixtures::temp_dir(),
         };
         let base = parent.join(format!("counterhal-hostile-{}", std::process::id()));
         let _ = fs::remove_dir_all(&base);

@@ -761,7 +761,15 @@ fn kernel_counting_is_eacces_for_unprivileged_users() {
             "needs root (to drop privileges) and perf_event_paranoid = 2"
         );
     }
-    let output = std::process::Command::new(std::env::current_exe().unwrap())
+    // This test binary where nobody can run it, whatever folder the workspace is in (a clone
+    // in /root, which nobody cannot enter).
+    let anyone = counterhal_conformance::fixtures::ForAnyone::new(
+        "linux-kernel",
+        &[(&std::env::current_exe().unwrap(), "tests")],
+    )
+    .expect("a folder nobody can read");
+    let output = std::process::Command::new(anyone.path("tests"))
+        .current_dir("/")
         .args([
             "--exact",
             &test_path("unprivileged_child_probe"),
@@ -893,7 +901,10 @@ fn the_open_file_hint_names_the_limit_of_the_failed_open() {
         .output()
         .is_err()
     {
-        skip!(Need::Tools, "prlimit (util-linux) is not installed");
+        skip!(
+            Need::Tools,
+            "prlimit is not installed (apt-get install util-linux)"
+        );
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([

@@ -1096,7 +1096,8 @@ fn tree(machine: &Machine, kernel: &Path) -> Result<BTreeMap<String, String>, St
 
 /// The kernel files the trees come from, extracted into a scratch directory (removed after).
 fn extract() -> Result<(PathBuf, PathBuf), String> {
-    let scratch = std::env::temp_dir().join(format!("counterhal-machines-{}", std::process::id()));
+    let scratch = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-machines-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
     let mut sources: Vec<&str> = MACHINES
         .iter()

@@ -11,7 +11,7 @@ use counterhal_linux::{SystemPaths, probe_with};
 /// A PMU tree under a fresh temporary directory: `cpu` (type 4) with the `events/` files
 /// given, and `software` (type 1) so that the probe's software event has a PMU.
 fn tree(name: &str, cpu_events: &[(&str, &str)]) -> PathBuf {
-    let root = std::env::temp_dir().join(format!(
+    let root = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-perf-metrics-{name}-{}",
         std::process::id()
     ));

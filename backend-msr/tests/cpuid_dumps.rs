@@ -260,7 +260,8 @@ fn every_model_decodes_to_its_configuration() {
 #[test]
 fn dumps_round_trip_through_files() {
     let dump = recorded("amd-zen4").unwrap();
-    let path = std::env::temp_dir().join(format!("counterhal-zen4-{}.cpuid", std::process::id()));
+    let path = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-zen4-{}.cpuid", std::process::id()));
     std::fs::write(&path, dump.to_text()).unwrap();
     let again = CpuidDump::from_file(&path).unwrap();
     assert_eq!(

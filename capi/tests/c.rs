@@ -10,6 +10,7 @@ use std::process::Command;
 use counterhal_conformance::skip::Need;
 
 use crate::common::{library_dir, manifest};
+use counterhal_conformance::fixtures::ForAnyone;
 
 /// Whether `tool --version` runs (valgrind, c++): a fresh machine has neither.
 fn installed(tool: &str) -> bool {
@@ -70,7 +71,7 @@ fn run(program: &Path, env: &[(&str, &str)]) {
     if !tracepoint {
         eprintln!("the getpid tracepoint is not checked: it needs root and tracefs");
     }
-    let report = std::env::temp_dir().join(format!(
+    let report = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-capi-{}-{}.txt",
         std::process::id(),
         program.file_name().unwrap().to_string_lossy()
@@ -114,7 +115,9 @@ fn run(program: &Path, env: &[(&str, &str)]) {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("counterhal-capi-test-{}", std::process::id()));
+    counterhal_conformance::fixtures::clean_up_at_exit();
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-capi-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
@@ -644,6 +647,18 @@ fn hostile(under: Under) -> PathBuf {
     program
 }
 
+/// libcounterhal under its SONAME where nobody can load it, whatever folder the workspace is
+/// in (a clone in /root, which nobody cannot enter): the programs run as nobody find it first
+/// through `LD_LIBRARY_PATH`. Kept for the test binary's run.
+fn library_for_anyone() -> &'static ForAnyone {
+    static MADE: std::sync::OnceLock<ForAnyone> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| {
+        let library = library_dir().join("libcounterhal.so");
+        ForAnyone::new("capi", &[(&library, crate::common::SONAME)])
+            .expect("a folder for libcounterhal that nobody can read")
+    })
+}
+
 /// What one run of a hostile case printed.
 struct CaseRun {
     stdout: String,
@@ -670,6 +685,7 @@ fn hostile_case(case: &str, under: Under, env: &[(&str, &str)]) -> CaseRun {
             let mut c = Command::new("setpriv");
             c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
                 .arg(&program)
+                .env("LD_LIBRARY_PATH", &library_for_anyone().dir)
                 .current_dir("/");
             c
         }

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use crate::common::{c_program, run_mode};
 
+use counterhal_conformance::fixtures::ForAnyone;
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
@@ -261,10 +262,15 @@ fn as_nobody_events_count_user_space_with_a_note_and_the_kernel_is_refused() {
     else {
         skip!(Need::System, "no syscalls tracepoints in tracefs here");
     };
+    // libcounterhal where nobody can load it, whatever folder the workspace is in.
+    let library = crate::common::library_dir().join("libcounterhal.so");
+    let anyone = ForAnyone::new("face", &[(&library, crate::common::SONAME)])
+        .expect("a folder for libcounterhal that nobody can read");
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(program())
         .args(["unprivileged", id.trim()])
+        .env("LD_LIBRARY_PATH", &anyone.dir)
         .current_dir("/")
         .output();
     let Ok(out) = out else {

@@ -22,7 +22,8 @@ fn install() -> PathBuf {
         // The tests' own profile, whose folder is `debug`: what the tests built is installed.
         "test"
     };
-    let prefix = std::env::temp_dir().join(format!("counterhal-install-{}", std::process::id()));
+    let prefix = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-install-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&prefix);
     let out = Command::new(manifest().join("../scripts/install-capi"))
         .arg(&prefix)
@@ -108,7 +109,10 @@ fn the_installed_library_links_through_pkg_config_three_ways() {
         .output()
         .is_err()
     {
-        skip!(Need::Tools, "pkg-config is not installed");
+        skip!(
+            Need::Tools,
+            "pkg-config is not installed (apt-get install pkg-config)"
+        );
     }
     let prefix = install();
     let lib = prefix.join("lib");

@@ -68,7 +68,10 @@ fn adding_n_events_through_the_c_api_opens_each_at_most_twice() {
         .args(&names)
         .output();
     let Ok(out) = run else {
-        skip!(Need::Tools, "strace is not installed");
+        skip!(
+            Need::Tools,
+            "strace is not installed (apt-get install strace)"
+        );
     };
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

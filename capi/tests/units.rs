@@ -25,7 +25,8 @@ const MIB_SCALE: &str = "6.103515625e-5";
 /// A devices directory holding this machine's PMUs and the made `power` PMU.
 fn tree(msr_type: &str) -> PathBuf {
     let real = Path::new("/sys/bus/event_source/devices");
-    let devices = std::env::temp_dir().join(format!("counterhal-units-{}", std::process::id()));
+    let devices = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-units-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&devices);
     std::fs::create_dir_all(&devices).unwrap();
     for pmu in std::fs::read_dir(real).unwrap().flatten() {

@@ -71,7 +71,10 @@ fn bpf_counters_count_each_cgroup_as_perf_does() {
         );
     }
     if !perf_available() {
-        skip!(Need::Tools, "perf is not installed (Debian's linux-perf)");
+        skip!(
+            Need::Tools,
+            "perf is not installed (apt-get install linux-perf)"
+        );
     }
     let Ok(unified) = counterhal::cgroups::unified_root() else {
         skip!(Need::System, "no cgroup2 file system is mounted");
@@ -96,7 +99,8 @@ fn bpf_counters_count_each_cgroup_as_perf_does() {
         .map(|p| p.strip_prefix(&unified).unwrap().display().to_string())
         .collect();
     let list = names.join(",");
-    let perf_out = std::env::temp_dir().join(format!("counterhal-bpf-stat-{}", std::process::id()));
+    let perf_out = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-bpf-stat-{}", std::process::id()));
     let events = "page-faults,task-clock";
     let mut ours = Command::new(bin())
         .args([

@@ -115,7 +115,10 @@ fn a_cgroup_is_counted_only_while_its_tasks_run_as_perf_counts_it() {
         "{idle_lines:?}"
     );
     if !perf_available() {
-        skip!(Need::Tools, "perf is not installed (Debian's linux-perf)");
+        skip!(
+            Need::Tools,
+            "perf is not installed (apt-get install linux-perf)"
+        );
     }
     let before = cpu_ms(&busy);
     let perfs = result_lines(&run(perf, &busy.name));
@@ -384,7 +387,10 @@ fn no_inherit_counts_the_command_alone_as_perf_does() {
         "page faults: alone {own_faults}, with children {all_faults}"
     );
     if !perf_available() {
-        skip!(Need::Tools, "perf is not installed (Debian's linux-perf)");
+        skip!(
+            Need::Tools,
+            "perf is not installed (apt-get install linux-perf)"
+        );
     }
     let (perf_all, perf_all_faults) = run(perf, false);
     let (perf_own, perf_own_faults) = run(perf, true);

@@ -100,7 +100,8 @@ fn a_bad_source_is_a_clear_error() {
     );
     assert!(text.contains("tools/perf/pmu-events/arch/x86"), "{text}");
     assert!(!text.contains("panicked"), "{text}");
-    let empty = std::env::temp_dir().join(format!("counterhal-empty-desc-{}", std::process::id()));
+    let empty = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-empty-desc-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
     let out = Command::new(bin())
         .args(["encode", "--cpu-model", "skl", "cycles"])

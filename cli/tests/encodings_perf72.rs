@@ -168,7 +168,13 @@ fn unready() -> Option<(Need, String)> {
     ["unshare", "gcc"]
         .into_iter()
         .find(|program| !runs(program, "--version"))
-        .map(|program| (Need::Tools, format!("{program} is not installed")))
+        .map(|program| {
+            let package = counterhal_conformance::fixtures::perf_tree::debian_package(program);
+            (
+                Need::Tools,
+                format!("{program} is not installed (apt-get install {package})"),
+            )
+        })
 }
 
 /// Copies directory `from` into `to`, files and directories only.

@@ -146,7 +146,8 @@ const PERF_KEYS: [&str; 14] = [
 /// (`Unit` software, the aliases `cs`, `faults`, `migrations` as events of their own).
 #[test]
 fn list_j_is_perf_s_json() {
-    let file = std::env::temp_dir().join(format!("counterhal-list-j-{}", std::process::id()));
+    let file = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-list-j-{}", std::process::id()));
     let o = counterhal(&["list", "-j", "-o", file.to_str().expect("a UTF-8 path")]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = std::fs::read_to_string(&file).expect("-o's file");

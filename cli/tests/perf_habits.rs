@@ -112,7 +112,7 @@ fn counts_are_grouped_as_the_locale_groups_them() {
     if !installed {
         skip!(
             Need::Tools,
-            "the en_US.UTF-8 locale is not installed (Debian: locales, localedef)"
+            "the en_US.UTF-8 locale is not installed (apt-get install locales, then localedef -i en_US -f UTF-8 en_US.UTF-8)"
         );
     }
     let (ours, perf) = grouped_counts("en_US.UTF-8");

@@ -201,7 +201,8 @@ fn a_command_that_cannot_run_exits_as_a_shell_says_on_every_path() {
         "{help}"
     );
     // A file without execute permission, and a directory: found, but not executable.
-    let plain = std::env::temp_dir().join(format!("counterhal-plain-{}", std::process::id()));
+    let plain = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-plain-{}", std::process::id()));
     std::fs::write(&plain, "true\n").unwrap();
     let plain = plain.to_str().unwrap().to_string();
     for path in paths() {
@@ -237,7 +238,8 @@ fn a_command_that_cannot_run_exits_as_a_shell_says_on_every_path() {
 fn a_command_that_cannot_run_is_named_with_perfs_reason() {
     linux_or_skip!();
     perf_or_skip!();
-    let plain = std::env::temp_dir().join(format!("counterhal-unrunnable-{}", std::process::id()));
+    let plain = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-unrunnable-{}", std::process::id()));
     std::fs::write(&plain, "true\n").unwrap();
     for command in ["/nonexistent/program", plain.to_str().unwrap(), "/"] {
         let perf = perf(&["--", command]);
@@ -275,7 +277,8 @@ fn thread_churn_program(dir: &std::path::Path) -> Option<std::path::PathBuf> {
 #[test]
 fn attaching_to_a_process_whose_threads_come_and_go_always_counts() {
     linux_or_skip!();
-    let dir = std::env::temp_dir().join(format!("counterhal-churn-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-churn-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let Some(program) = thread_churn_program(&dir) else {
         std::fs::remove_dir_all(&dir).ok();
@@ -467,7 +470,8 @@ fn attaching_to_a_process_says_what_is_wrong_with_it() {
 /// hold a pipe) and in a process group of its own, killed whole if it runs past 20 s; its
 /// exit status and standard error.
 fn stat_in_time(args: &[String]) -> (std::process::ExitStatus, String) {
-    let dir = std::env::temp_dir().join(format!("counterhal-ends-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-ends-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let err = dir.join("stderr");
     let mut child = signalled_counterhal()
@@ -663,7 +667,8 @@ fn output_that_cannot_be_written_is_a_failure_that_loses_nothing() {
 #[test]
 fn an_output_file_is_kept_until_there_are_results() {
     linux_or_skip!();
-    let path = std::env::temp_dir().join(format!("counterhal-keep-{}", std::process::id()));
+    let path = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-keep-{}", std::process::id()));
     let file = path.to_str().unwrap();
     std::fs::write(&path, "earlier results\n").unwrap();
     for (args, status) in [
@@ -863,7 +868,8 @@ fn intervals_are_kept_in_bounded_memory() {
     ]
     .repeat(3)
     .join(",");
-    let plot = std::env::temp_dir().join(format!("counterhal-bounded-{}.svg", std::process::id()));
+    let plot = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-bounded-{}.svg", std::process::id()));
     let started = Instant::now();
     // In a process group of its own, which is killed whole at the end: counterhal and the
     // command it measures (killing counterhal alone left `sleep 600` behind).
@@ -934,7 +940,8 @@ fn start_until(args: &[&str], marker: &str) -> Child {
 #[test]
 fn a_signal_ends_the_whole_measurement_at_every_phase() {
     linux_or_skip!();
-    let dir = std::env::temp_dir().join(format!("counterhal-phases-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-phases-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let flag = dir.join("second");
     // The second run's --pre waits; the first only leaves a mark.
@@ -997,7 +1004,8 @@ fn a_signal_ends_the_whole_measurement_at_every_phase() {
 #[test]
 fn log_fd_writes_to_the_descriptor_itself_and_refuses_a_read_only_one() {
     linux_or_skip!();
-    let path = std::env::temp_dir().join(format!("counterhal-logfd-{}", std::process::id()));
+    let path = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-logfd-{}", std::process::id()));
     std::fs::write(&path, "input\n").unwrap();
     let script = format!(
         "exec {} stat -x, -e task-clock --log-fd 3 -- true 3<{}",

@@ -203,7 +203,8 @@ fn a_task_that_moves_itself_is_counted_from_its_move() {
     let _alone = crate::common::bpf_alone();
     let root = crate::unified_or_skip!();
     let _alone = cpu_0_alone();
-    let dir = std::env::temp_dir().join(format!("counterhal-self-move-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-self-move-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     let program = compile_c(&dir, "self_move", SELF_MOVE, &["-O1"]);
     let Some(program) = program else {
@@ -373,7 +374,8 @@ struct V1Mount {
 
 impl V1Mount {
     fn new() -> V1Mount {
-        let at = std::env::temp_dir().join(format!("counterhal-v1-{}", std::process::id()));
+        let at = counterhal_conformance::fixtures::temp_dir()
+            .join(format!("counterhal-v1-{}", std::process::id()));
         std::fs::create_dir_all(&at).expect("a mount point");
         let mounted = Command::new("mount")
             .args(["-t", "cgroup", "-o", "perf_event", "counterhal-test"])

@@ -111,7 +111,7 @@ fn traced_reads(exporter: &Exporter, scrapes: usize) -> BTreeMap<(String, u32), 
 /// strace's log (`-f -yy`: descriptors with what they are) of the system calls `calls` names
 /// that the exporter makes over `scrapes` scrapes.
 fn traced(exporter: &Exporter, scrapes: usize, calls: &str) -> String {
-    let log = std::env::temp_dir().join(format!(
+    let log = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-serve-calls-{}-{}",
         std::process::id(),
         exporter.pid()
@@ -145,7 +145,10 @@ fn traced(exporter: &Exporter, scrapes: usize, calls: &str) -> String {
 macro_rules! strace_or_skip {
     () => {
         if !installed("strace") {
-            skip!(Need::Tools, "strace is not installed");
+            skip!(
+                Need::Tools,
+                "strace is not installed (apt-get install strace)"
+            );
         }
         let traced = Command::new("strace")
             .args(["-e", "trace=none", "-o", "/dev/null", "true"])
@@ -285,7 +288,10 @@ fn a_cgroup_that_appears_is_read_once_per_scrape_with_the_rest() {
 fn a_scrape_allocates_as_much_for_eight_events_as_for_two() {
     serve_or_skip!();
     if !installed("valgrind") {
-        skip!(Need::Tools, "valgrind is not installed");
+        skip!(
+            Need::Tools,
+            "valgrind is not installed (apt-get install valgrind)"
+        );
     }
     let (few, many) = (10, 60);
     let per_scrape = |events: &str| {
@@ -307,7 +313,7 @@ fn a_scrape_allocates_as_much_for_eight_events_as_for_two() {
 /// The allocations of `counterhal serve -e EVENTS` over `scrapes` scrapes and its start, as
 /// memcheck counts them (`total heap usage: N allocs`) when SIGTERM ends it.
 fn allocations(events: &str, scrapes: usize) -> u64 {
-    let log = std::env::temp_dir().join(format!(
+    let log = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-serve-memcheck-{}-{scrapes}",
         std::process::id()
     ));

@@ -241,8 +241,8 @@ impl Drop for Logged {
 #[test]
 fn every_line_serve_writes_is_logfmt() {
     serve_or_skip!();
-    let scratch =
-        std::env::temp_dir().join(format!("counterhal-serve-logs-{}", std::process::id()));
+    let scratch = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-serve-logs-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     let web = scratch.join("web.yml");
     std::fs::write(

@@ -36,7 +36,7 @@ impl Served {
 
     /// As [`start`](Served::start); what it said where it does not serve.
     fn try_start(program: &str, args: &[&str]) -> Result<Served, String> {
-        let log = std::env::temp_dir().join(format!(
+        let log = counterhal_conformance::fixtures::temp_dir().join(format!(
             "counterhal-serve-ops-{}-{:?}.log",
             std::process::id(),
             std::thread::current().id()
@@ -131,7 +131,10 @@ macro_rules! prlimit_or_skip {
             .output()
             .is_ok_and(|o| o.status.success())
         {
-            skip!(Need::Tools, "prlimit (util-linux) is not installed");
+            skip!(
+                Need::Tools,
+                "prlimit is not installed (apt-get install util-linux)"
+            );
         }
     };
 }
@@ -281,7 +284,7 @@ fn a_burst_of_forty_scrapes_gets_forty_answers_and_the_counters_agree() {
     let Some(mut node) = NodeExporter::start(&theirs_at.to_string()) else {
         skip!(
             Need::Tools,
-            "node_exporter (prometheus-node-exporter) is not installed"
+            "node_exporter is not installed (apt-get install prometheus-node-exporter)"
         );
     };
     assert!(
@@ -334,7 +337,7 @@ fn exit_within(child: &mut Child, within: Duration) -> Option<std::process::Exit
 /// Prometheus of `release` signalled as a service manager signals it: whether it still
 /// served after `SIGHUP`, and its exit status after `SIGTERM`; `None` where it does not start.
 fn prometheus_under_signals(release: Release) -> Option<(bool, Option<std::process::ExitStatus>)> {
-    let folder = std::env::temp_dir().join(format!(
+    let folder = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-ops-prom-{}-{}",
         release.tag(),
         std::process::id()
@@ -385,7 +388,8 @@ fn sighup_reloads_and_sigterm_drains_then_exits_0() {
         eprintln!("== {}", release.name());
         prometheus_serves_on_after_sighup_and_exits_0(release);
     }
-    let web = std::env::temp_dir().join(format!("counterhal-ops-web-{}.yml", std::process::id()));
+    let web = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-ops-web-{}.yml", std::process::id()));
     let config = |age: u32| {
         format!("http_server_config:\n  headers:\n    Strict-Transport-Security: max-age={age}\n")
     };
@@ -478,7 +482,7 @@ fn prometheus_serves_on_after_sighup_and_exits_0(release: Release) {
 /// then for one with a configuration that reads (its standard error after each); `None`
 /// where it does not start.
 fn prometheus_reloads_refused_then_taken(release: Release) -> Option<(String, String)> {
-    let folder = std::env::temp_dir().join(format!(
+    let folder = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-ops-reload-{}-{}",
         release.tag(),
         std::process::id()
@@ -543,8 +547,8 @@ fn a_refused_web_configuration_on_sighup_is_said_as_refused_only() {
         prometheus_gives_one_verdict_a_sighup(release);
     }
 
-    let web =
-        std::env::temp_dir().join(format!("counterhal-ops-refused-{}.yml", std::process::id()));
+    let web = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-ops-refused-{}.yml", std::process::id()));
     let config = |age: u32| {
         format!("http_server_config:\n  headers:\n    Strict-Transport-Security: max-age={age}\n")
     };
@@ -655,7 +659,7 @@ fn listen_takes_node_exporters_listen_addresses() {
     if NodeExporter::start("127.0.0.1:0").is_none() {
         skip!(
             Need::Tools,
-            "node_exporter (prometheus-node-exporter) is not installed"
+            "node_exporter is not installed (apt-get install prometheus-node-exporter)"
         );
     }
     for form in [":{}", "localhost:{}", "[::1]:{}", "nowhere", "::1:{}"] {

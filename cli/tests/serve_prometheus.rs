@@ -59,7 +59,7 @@ impl Prometheus {
     /// (scrape_configs' items, as YAML) scraped every second and the recording rules `rules`
     /// evaluated every second.
     pub fn start_with(release: Release, name: &str, jobs: &str, rules: &str) -> Prometheus {
-        let dir = std::env::temp_dir().join(format!(
+        let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
             "counterhal-prometheus-{name}-{}-{}",
             release.tag(),
             std::process::id()
@@ -618,7 +618,7 @@ pub fn promtool_check_rules(release: Release, text: &str) -> (bool, String) {
     // A file of its own for each call: the tests of this module run side by side.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!(
+    let path = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-rules-{}-{call}.yml",
         std::process::id()
     ));

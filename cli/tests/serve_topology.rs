@@ -75,7 +75,10 @@ fn per_cpu_series_carry_socket_and_die_and_cpus_counts_those_listed() {
         skip!(Need::Privilege, "counting every CPU takes root here");
     }
     let Some(sockets) = lscpu_sockets() else {
-        skip!(Need::Tools, "util-linux's lscpu is not installed");
+        skip!(
+            Need::Tools,
+            "lscpu is not installed (apt-get install util-linux)"
+        );
     };
     let online: Vec<String> = counterhal::online_cpus()
         .iter()

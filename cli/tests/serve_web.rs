@@ -45,8 +45,8 @@ struct WebFile {
 
 impl WebFile {
     fn new(name: &str, text: &str) -> WebFile {
-        let dir =
-            std::env::temp_dir().join(format!("counterhal-web-{name}-{}", std::process::id()));
+        let dir = counterhal_conformance::fixtures::temp_dir()
+            .join(format!("counterhal-web-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("web.yml");
         std::fs::write(&path, text).unwrap();
@@ -239,7 +239,7 @@ fn hashes_judged_as_node_exporter_of(release: Release) {
 fn tls_and_basic_auth_serve_curl_and_prometheus_and_refuse_the_rest() {
     serve_or_skip!();
     if !curl_installed() {
-        skip!(Need::Tools, "curl is not installed");
+        skip!(Need::Tools, "curl is not installed (apt-get install curl)");
     }
     let web = WebFile::new(
         "tls",
@@ -362,7 +362,7 @@ fn prometheus_over_tls(release: Release, exporter: &Exporter, ca: &str) {
 fn client_certificates_are_required_and_verified() {
     serve_or_skip!();
     if !curl_installed() {
-        skip!(Need::Tools, "curl is not installed");
+        skip!(Need::Tools, "curl is not installed (apt-get install curl)");
     }
     let dir = fixtures();
     let web = WebFile::new(
@@ -414,7 +414,7 @@ fn client_certificates_are_required_and_verified() {
 fn the_file_is_read_again_when_it_changes() {
     serve_or_skip!();
     if !curl_installed() {
-        skip!(Need::Tools, "curl is not installed");
+        skip!(Need::Tools, "curl is not installed (apt-get install curl)");
     }
     let web = WebFile::new(
         "reload",
@@ -453,7 +453,7 @@ fn the_file_is_read_again_when_it_changes() {
 fn a_costly_hash_added_to_the_file_stalls_no_connection() {
     serve_or_skip!();
     if !curl_installed() {
-        skip!(Need::Tools, "curl is not installed");
+        skip!(Need::Tools, "curl is not installed (apt-get install curl)");
     }
     let users = |more: &str| format!("basic_auth_users:\n  prometheus: {}\n{more}", hash());
     let web = WebFile::new("costly", &users(""));

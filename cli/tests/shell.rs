@@ -48,7 +48,8 @@ fn stat_options() -> Vec<String> {
 fn bash_completes_every_subcommand_and_stat_option() {
     let script = counterhal(&["completions", "bash"]);
     assert!(script.status.success(), "{}", stderr(&script));
-    let dir = std::env::temp_dir().join(format!("counterhal-completions-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-completions-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("counterhal.bash");
     std::fs::write(&file, &script.stdout).unwrap();
@@ -173,7 +174,7 @@ const KNOWN_TO_FAIL: [(&str, &str); 0] = [];
 /// A folder whose `perf` runs `words` with the script's arguments.
 #[cfg(target_os = "linux")]
 fn perf_in_place(name: &str, words: &[std::ffi::OsString]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+    let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-perf-tests-{}-{name}",
         std::process::id()
     ));

@@ -19,7 +19,8 @@ struct Bpffs(PathBuf);
 
 impl Bpffs {
     fn mount(name: &str) -> Result<Bpffs, String> {
-        let dir = std::env::temp_dir().join(format!("counterhal-{name}-{}", std::process::id()));
+        let dir = counterhal_conformance::fixtures::temp_dir()
+            .join(format!("counterhal-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let out = Command::new("mount")
             .args(["-t", "bpf", "bpf"])
@@ -61,7 +62,8 @@ macro_rules! bpffs {
 /// A program touching `pages` fresh pages (one page fault each), built with the system's C
 /// compiler.
 fn toucher() -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("counterhal-toucher-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-toucher-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (source, binary) = (dir.join("touch.c"), dir.join("touch"));
     std::fs::write(
@@ -270,7 +272,7 @@ fn two_sessions_share_one_leader() {
 fn a_map_outside_a_bpf_file_system_is_refused() {
     let _alone = crate::common::bpf_alone();
     let _fs = bpffs!("bperf-refuse");
-    let dir = std::env::temp_dir();
+    let dir = counterhal_conformance::fixtures::temp_dir();
     let map = dir.join(format!("counterhal-not-bpffs-{}", std::process::id()));
     let out = counterhal(&[
         "stat",

@@ -44,8 +44,8 @@ mod tempdir {
         pub fn new() -> Dir {
             static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let path =
-                std::env::temp_dir().join(format!("counterhal-control-{}-{n}", std::process::id()));
+            let path = counterhal_conformance::fixtures::temp_dir()
+                .join(format!("counterhal-control-{}-{n}", std::process::id()));
             std::fs::create_dir_all(&path).expect("temporary directory");
             Dir(path)
         }

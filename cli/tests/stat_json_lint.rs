@@ -41,7 +41,7 @@ fn linter() -> Result<PathBuf, String> {
 
 /// A temporary file's path for one layout's output.
 fn scratch(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
+    counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-json-lint-{}-{name}",
         std::process::id()
     ))

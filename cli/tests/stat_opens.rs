@@ -57,9 +57,13 @@ fn stat_opens_each_tracepoint_once_as_perf_does() {
     }
     let events = names.join(",");
     let args = ["stat", "-e", &events, "--", "true"];
-    let log = std::env::temp_dir().join(format!("counterhal-stat-opens-{}", std::process::id()));
+    let log = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-stat-opens-{}", std::process::id()));
     let Some(perf) = opens_of(Path::new("perf"), &args, &log) else {
-        skip!(Need::Tools, "strace is not installed");
+        skip!(
+            Need::Tools,
+            "strace is not installed (apt-get install strace)"
+        );
     };
     let ours = opens_of(&bin(), &args, &log).expect("strace ran for perf");
     eprintln!("perf_event_open calls: perf {perf}, counterhal {ours}");

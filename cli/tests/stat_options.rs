@@ -11,7 +11,8 @@ use counterhal_conformance::skip::Need;
 
 /// A scratch file for one test, removed first.
 fn scratch(name: &str) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("counterhal-{name}-{}", std::process::id()));
+    let path = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-{name}-{}", std::process::id()));
     std::fs::remove_file(&path).ok();
     path
 }
@@ -232,7 +233,7 @@ fn big_numbers_are_grouped_unless_asked_not_to() {
     if !grouping_locale() {
         skip!(
             Need::Tools,
-            "the en_US.UTF-8 locale is not installed (Debian: locales, then localedef -i en_US -f UTF-8 en_US.UTF-8)"
+            "the en_US.UTF-8 locale is not installed (apt-get install locales, then localedef -i en_US -f UTF-8 en_US.UTF-8)"
         );
     }
     // `ls -R /usr/share` touches enough pages for a four-digit count.

@@ -160,7 +160,8 @@ fn per_cache_and_per_cluster_print_what_perf_7_2_prints() {
             "mounting a CPU tree over /sys/devices/system/cpu needs root"
         );
     }
-    let scratch = std::env::temp_dir().join(format!("counterhal-per-cache-{}", std::process::id()));
+    let scratch = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-per-cache-{}", std::process::id()));
     let other = other_caches(&scratch);
     let modes = [
         "--per-cache",

@@ -66,7 +66,8 @@ fn run(tool: &[PathBuf], args: &[&str], input: Option<&[u8]>) -> Output {
 
 /// A fresh directory for one test's files, under the system's temporary directory.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("counterhal-record-{}-{name}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-record-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch directory");
     dir

@@ -41,7 +41,8 @@ fn script_prints_stat_records_as_perf_7_2_s_perf_script() {
         Err(why) => skip!(Need::Tools, "{why}"),
     };
     let ours = Command::new(bin());
-    let dir = std::env::temp_dir().join(format!("counterhal-script-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-script-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("ours.data");
     let file = file.to_str().unwrap();
@@ -159,7 +160,7 @@ fn crafted(threads: u64, last_cpu: u16, rounds: u64) -> Vec<u8> {
 /// The peak of `counterhal script -i -`'s heap on `stream`, as valgrind's massif measures it
 /// (the largest `mem_heap_B` of its snapshots), with what it printed counted and dropped.
 fn script_heap_peak(stream: &[u8], tag: &str) -> (u64, usize) {
-    let massif = std::env::temp_dir().join(format!(
+    let massif = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-script-massif-{tag}-{}",
         std::process::id()
     ));

@@ -269,7 +269,8 @@ fn list_shows_another_machines_pmus() {
 #[test]
 fn stat_reads_pmus_from_the_root_and_opens_them_here() {
     linux_or_skip!();
-    let dir = std::env::temp_dir().join(format!("counterhal-sysfs-root-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-sysfs-root-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("out/bus/event_source")).unwrap();
     let root = dir.join("sys");
     std::os::unix::fs::symlink("/sys", &root).unwrap();
@@ -448,7 +449,8 @@ fn generic_events_open_on_each_hybrid_core_pmus_cpus_as_perf_opens_them() {
 /// are finite and positive).
 #[test]
 fn a_hostile_tree_is_refused_by_path_and_never_shown() {
-    let dir = std::env::temp_dir().join(format!("counterhal-hostile-cli-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-hostile-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let secret = dir.join("secret");
     let root = dir.join("sys");

@@ -42,8 +42,8 @@ impl Tree {
         let real = Path::new("/sys/bus/event_source/devices");
         let type_of = |pmu: &str| std::fs::read_to_string(real.join(pmu).join("type")).ok();
         let software = type_of("software")?;
-        let root =
-            std::env::temp_dir().join(format!("counterhal-uncore-{}-{test}", std::process::id()));
+        let root = counterhal_conformance::fixtures::temp_dir()
+            .join(format!("counterhal-uncore-{}-{test}", std::process::id()));
         let tree = Tree(root);
         let devices = tree.devices();
         let pmu = |name: &str, type_: &str, aliases: &[(&str, &str, f64, &str)]| {
@@ -383,8 +383,8 @@ fn broadwell_ep_tree(test: &str) -> Tree {
     ];
     const QPI: &[(&str, &str)] = &[("event", "config:0-7,21")];
     const HA: &[(&str, &str)] = &[("event", "config:0-7")];
-    let root =
-        std::env::temp_dir().join(format!("counterhal-uncore-{}-{test}", std::process::id()));
+    let root = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-uncore-{}-{test}", std::process::id()));
     let tree = Tree(root);
     for (kind, first_type, formats) in [("cbox", 20, CBOX), ("qpi", 30, QPI), ("ha", 40, HA)] {
         for number in 0..2 {

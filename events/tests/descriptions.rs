@@ -239,7 +239,8 @@ fn bad_sources_are_clear_errors() {
     let error = db.clone().with_descriptions("skl", missing).unwrap_err();
     assert_eq!(error.kind(), ErrorKind::InvalidInput);
     assert!(error.to_string().contains("not a directory"), "{error}");
-    let scratch = std::env::temp_dir().join(format!("counterhal-bad-desc-{}", std::process::id()));
+    let scratch = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-bad-desc-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
     let error = db.clone().with_descriptions("skl", &scratch).unwrap_err();
     assert!(

@@ -82,7 +82,8 @@ fn events_file_from_the_environment() {
         child_check(&mode);
         return;
     }
-    let dir = std::env::temp_dir().join(format!("counterhal-env-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-env-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary directory");
     let good = dir.join("good.toml");
     let bad = dir.join("bad.toml");

@@ -10,7 +10,8 @@ use counterhal_hal::ErrorKind;
 use counterhal_time::thread_cpu_ns;
 
 fn scratch(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("counterhal-files-{}-{name}", std::process::id()))
+    counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-files-{}-{name}", std::process::id()))
 }
 
 /// Loads `path` as a user file on a thread, failing the test if that takes over 20 s (a FIFO
@@ -32,7 +33,10 @@ fn only_regular_files_of_sane_size_are_read() {
     let fifo = scratch("fifo.toml");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     let mut refused: Vec<(PathBuf, &str)> = vec![
-        (std::env::temp_dir(), "is a directory"),
+        (
+            counterhal_conformance::fixtures::temp_dir(),
+            "is a directory",
+        ),
         (
             PathBuf::from("/nonexistent/events.toml"),
             "cannot read events file",

@@ -77,7 +77,8 @@ fn mapfiles() -> Result<(String, String), String> {
         "linux-source-7.2/tools/perf/pmu-events/arch/x86/mapfile.csv",
         "linux-source-7.2/tools/perf/pmu-events/arch/arm64/mapfile.csv",
     ];
-    let dir = std::env::temp_dir().join(format!("counterhal-perf72-models-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-perf72-models-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let status = Command::new("tar")
         .arg("-xJf")

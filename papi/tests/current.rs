@@ -67,7 +67,7 @@ impl Release {
     /// The root's PAPI headers (papi.h and those it includes) copied to a folder of their
     /// own, which a program built here takes with `-I` (with this machine's C headers).
     pub fn headers(self, root: &Path) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
+        let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
             "counterhal-papi-{}-headers-{}",
             self.root,
             std::process::id()
@@ -88,7 +88,7 @@ impl Release {
 /// `scripts/install-papi` installs it for `release` (its SONAME the release's), and this
 /// crate's `ctests/run` and `include/`, beside a `work/` folder.
 fn stage(release: Release, tag: &str) -> PathBuf {
-    let stage = std::env::temp_dir().join(format!(
+    let stage = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-papi-lab-{}-{tag}-{}",
         release.root,
         std::process::id()

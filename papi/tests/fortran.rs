@@ -122,7 +122,8 @@ fn fortran_headers_define_what_papi_7_0s_do() {
 
     let ours = constants(&include.join("fpapi.h"));
     // Each value against our papi.h: (int) of the C constant, INT_MIN written as fpapi.h does.
-    let dir = std::env::temp_dir().join(format!("counterhal-fpapi-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-fpapi-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut c = String::from("#include <stdio.h>\n#include \"papi.h\"\nint main(void) {\n");
     for name in ours.keys() {
@@ -373,7 +374,7 @@ fn a_fortran_program_reads_the_same_on_both() {
     }
     let source = crate::common::manifest().join("tests/f/side_by_side.F");
     let build = |include: &Path, tag: &str| -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
+        let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
             "counterhal-papi-fortran-{tag}-{}",
             std::process::id()
         ));
@@ -456,7 +457,7 @@ fn gfortran() -> bool {
 
 /// A fresh temporary folder for this process's builds of `what`.
 fn scratch(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+    let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-papi-fortran-{what}-{}",
         std::process::id()
     ));

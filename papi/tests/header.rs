@@ -303,8 +303,8 @@ fn papi_h_declares_as_papi_does() {
             .join("\n")
     );
     assert!(enumerators.len() > 200, "{enumerators:?}");
-    let scratch =
-        std::env::temp_dir().join(format!("counterhal-papi-enums-{}", std::process::id()));
+    let scratch = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-papi-enums-{}", std::process::id()));
     let their_values = enumerator_values(Path::new("/usr/include"), &enumerators, &scratch);
     let our_values = enumerator_values(&ours_include, &enumerators, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);
@@ -350,8 +350,8 @@ fn papi_source(dir: &Path) -> Option<PathBuf> {
 /// library, and run on it (`papi_version` prints PAPI 7.0.0.0).
 #[test]
 fn papis_utilities_build_against_ours() {
-    let scratch =
-        std::env::temp_dir().join(format!("counterhal-papi-header-{}", std::process::id()));
+    let scratch = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-papi-header-{}", std::process::id()));
     let Some(src) = papi_source(&scratch) else {
         skip!(
             Need::Source,

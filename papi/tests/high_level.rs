@@ -15,7 +15,8 @@ fn program(tag: &str) -> PathBuf {
 }
 
 fn folder(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("counterhal-papi-hl-{tag}-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-papi-hl-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

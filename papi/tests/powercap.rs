@@ -16,8 +16,8 @@ use std::path::Path;
 
 /// The zone tree, under a fresh temporary folder; the folder (the sysfs root).
 fn tree() -> std::path::PathBuf {
-    let root =
-        std::env::temp_dir().join(format!("counterhal-papi-powercap-{}", std::process::id()));
+    let root = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-papi-powercap-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let zone = |dir: &str, files: &[(&str, &str)]| {
         let dir = root.join("class/powercap").join(dir);

@@ -36,7 +36,7 @@ fn include(release: &str) -> PathBuf {
 
 /// A scratch folder of this test process for `tag`.
 fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+    let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-papi-mixed-{tag}-{}",
         std::process::id()
     ));

@@ -74,7 +74,7 @@ struct Flavour {
 
 impl Flavour {
     fn new(tag: &'static str, purpose: &str, include: PathBuf, papi: Vec<String>) -> Flavour {
-        let dir = std::env::temp_dir().join(format!(
+        let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
             "counterhal-papi-sde-{purpose}-{tag}-{}",
             std::process::id()
         ));
@@ -205,7 +205,8 @@ const CXX_TESTS: &[Case] = &[
 
 /// Where PAPI's source tree is extracted.
 fn source_root() -> PathBuf {
-    std::env::temp_dir().join(format!("counterhal-papi-sde-src-{}", std::process::id()))
+    counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-papi-sde-src-{}", std::process::id()))
 }
 
 /// Where the tests' sources are: Debian's flat copy of the C ones, and PAPI's source tree at
@@ -459,7 +460,7 @@ fn papi_sde_tests_in_cxx_and_fortran_pass_as_on_papi() {
 /// where gfortran is installed.
 fn fortran(sources: &Sources, system: &Path) -> Vec<String> {
     if Command::new("gfortran").arg("--version").output().is_err() {
-        println!("sde_test_f08: gfortran is not installed: not built");
+        println!("sde_test_f08: gfortran is not installed (apt-get install gfortran): not built");
         return Vec::new();
     }
     let [real, ours] = flavours_with_testlib(system, "fortran");

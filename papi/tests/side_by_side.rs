@@ -374,7 +374,8 @@ fn the_preset_table_is_papis() {
         skip!(Need::Tools, "dpkg-query does not name Debian's libpapi7.0");
     };
     let version = String::from_utf8_lossy(&version.stdout).into_owned();
-    let dir = std::env::temp_dir().join(format!("counterhal-presets-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-presets-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let generator = dir.join("presets");
     let built = std::process::Command::new("cc")

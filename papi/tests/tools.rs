@@ -140,7 +140,8 @@ fn papi_multiplex_cost_runs_its_rounds() {
             "papi_multiplex_cost is not installed (apt-get install papi-tools)"
         );
     };
-    let dir = std::env::temp_dir().join(format!("counterhal-papi-mpx-cost-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-papi-mpx-cost-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let out = std::process::Command::new(tool)

@@ -68,9 +68,16 @@ fn tracepoints_answer_as_perf_says() {
     // both see the same tracepoints.
     let _ = counterhal_conformance::fixtures::tracefs_mounted();
     let program = crate::common::c_program("lookup", "theirs", Path::new("/usr/include"), true);
+    // Our libpapi where nobody can load it, whatever folder the workspace is in.
+    let library = crate::common::library_dir().join("libpapi.so.7.0");
+    let anyone = counterhal_conformance::fixtures::ForAnyone::new(
+        "papi-tracepoints",
+        &[(&library, "libpapi.so.7.0")],
+    )
+    .unwrap();
     for nobody in [false, true] {
         let out = command(&program, &NAMES, nobody)
-            .env("LD_LIBRARY_PATH", crate::common::library_dir())
+            .env("LD_LIBRARY_PATH", &anyone.dir)
             .output()
             .expect("the program runs");
         let text = String::from_utf8_lossy(&out.stdout).into_owned();

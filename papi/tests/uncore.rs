@@ -80,8 +80,8 @@ mod libpfm;
 fn pfm_uncore(head: Option<&Path>, args: &[String]) -> String {
     let program = match head {
         None => {
-            let dir =
-                std::env::temp_dir().join(format!("counterhal-papi-pfm-{}", std::process::id()));
+            let dir = counterhal_conformance::fixtures::temp_dir()
+                .join(format!("counterhal-papi-pfm-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
             let program = dir.join("pfm_uncore");
             let built = Command::new("cc")
@@ -587,8 +587,8 @@ fn made_tree() -> Option<PathBuf> {
 /// Makes the tree [`made_tree`] describes.
 fn make_tree() -> Option<PathBuf> {
     let msr_type = std::fs::read_to_string(Path::new(DEVICES).join("msr/type")).ok()?;
-    let devices =
-        std::env::temp_dir().join(format!("counterhal-papi-uncore-{}", std::process::id()));
+    let devices = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-papi-uncore-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&devices);
     std::fs::create_dir_all(&devices).unwrap();
     for pmu in std::fs::read_dir(DEVICES).unwrap().flatten() {

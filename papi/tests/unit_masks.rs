@@ -48,7 +48,8 @@ fn ask_libpfm4() -> Option<&'static Libpfm4> {
 }
 
 fn read_libpfm4() -> Option<Libpfm4> {
-    let dir = std::env::temp_dir().join(format!("counterhal-papi-pfm-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-papi-pfm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let program = dir.join("pfm_umasks");
     let built = Command::new("cc")
@@ -273,7 +274,8 @@ fn the_perf_table_is_libpfm4s() {
         );
     };
     let version = String::from_utf8_lossy(&version.stdout).into_owned();
-    let dir = std::env::temp_dir().join(format!("counterhal-perf-table-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-perf-table-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let generator = dir.join("perf_natives");
     let built = Command::new("cc")

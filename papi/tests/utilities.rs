@@ -191,8 +191,8 @@ fn utilities_end_and_print_as_on_papi() {
             "PAPI's utilities are not installed (apt-get install papi-tools)"
         );
     }
-    let scratch =
-        std::env::temp_dir().join(format!("counterhal-papi-utilities-{}", std::process::id()));
+    let scratch = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-papi-utilities-{}", std::process::id()));
     let mut failures = Vec::new();
     for (utility, _, _) in UTILITIES {
         assert!(

@@ -25,7 +25,8 @@ fn mask(status: &str, name: &str) -> u64 {
 fn the_command_starts_with_sigpipe_at_its_default_and_no_signal_blocked() {
     let _process = shared();
     // This test process ignores SIGPIPE (Rust's runtime does); the command must not.
-    let out = std::env::temp_dir().join(format!("counterhal-sigstate-{}", std::process::id()));
+    let out = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-sigstate-{}", std::process::id()));
     let script = format!("cat /proc/self/status > {}", out.display());
     let mut child = WaitingChild::spawn(&argv(&["sh", "-c", &script])).unwrap();
     child.release().unwrap();
@@ -107,7 +108,8 @@ fn a_child_dropped_unreleased_is_reaped() {
 #[test]
 fn the_command_does_not_run_before_its_release() {
     let _process = shared();
-    let mark = std::env::temp_dir().join(format!("counterhal-held-{}", std::process::id()));
+    let mark = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-held-{}", std::process::id()));
     let script = format!("echo ran > {}", mark.display());
     for launch in [
         counterhal_process::Launch::Argv(argv(&["sh", "-c", &script])),
@@ -179,7 +181,8 @@ fn try_wait_says_nothing_while_the_command_runs_and_how_it_ended_after() {
 /// makes a mark file after it, which this waits for (a signal sent before would find the
 /// shell's default disposition).
 fn looping_shell_with(trap: &str, name: &str) -> WaitingChild {
-    let mark = std::env::temp_dir().join(format!("counterhal-trap-{}-{name}", std::process::id()));
+    let mark = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-trap-{}-{name}", std::process::id()));
     let _ = std::fs::remove_file(&mark);
     let script = format!(
         "{trap}; : > {}; while :; do sleep 0.01; done",
@@ -229,7 +232,8 @@ fn a_command_started_from_its_arguments_has_this_processs_environment() {
         .find(|name| std::env::var_os(name).is_some())
         .expect("CARGO_MANIFEST_DIR or PATH in this process's environment");
     let value = std::env::var(name).unwrap();
-    let out = std::env::temp_dir().join(format!("counterhal-env-{}", std::process::id()));
+    let out = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-env-{}", std::process::id()));
     let script = format!("printf %s \"${name}\" > {}", out.display());
     let mut child = WaitingChild::spawn(&argv(&["sh", "-c", &script])).unwrap();
     child.release().unwrap();

@@ -17,7 +17,8 @@ const LATER: &str = "COUNTERHAL_HELD_LATER";
 #[test]
 fn the_command_gets_the_environment_as_it_was_when_it_was_started() {
     let _alone = alone();
-    let out = std::env::temp_dir().join(format!("counterhal-held-env-{}", std::process::id()));
+    let out = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-held-env-{}", std::process::id()));
     let script = format!(
         "printf %s \"$COUNTERHAL_HELD_PROBE:${{COUNTERHAL_HELD_LATER-unset}}\" > {}",
         out.display()

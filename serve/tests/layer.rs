@@ -28,7 +28,7 @@ impl Handler for Echo {
 fn echo(yaml: Option<&str>) -> (Layer, Arc<AtomicUsize>, Option<PathBuf>) {
     let handed = Arc::new(AtomicUsize::new(0));
     let file = yaml.map(|yaml| {
-        let dir = std::env::temp_dir().join(format!(
+        let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
             "counterhal-serve-layer-{}-{}",
             std::process::id(),
             next_number()

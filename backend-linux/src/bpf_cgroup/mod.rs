@@ -519,7 +519,7 @@ mod tests {
         if !std::path::Path::new("/usr/include/linux/bpf.h").exists() {
             skip!(
                 Need::Tools,
-                "/usr/include/linux/bpf.h is not installed (linux-libc-dev)"
+                "/usr/include/linux/bpf.h is not installed (apt-get install linux-libc-dev)"
             );
         }
         let ours: Vec<(&str, i64)> = vec![

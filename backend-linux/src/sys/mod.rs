@@ -107,7 +107,7 @@ mod tests {
         if !std::path::Path::new("/usr/include/linux/perf_event.h").exists() {
             skip!(
                 Need::Tools,
-                "/usr/include/linux/perf_event.h is not installed (linux-libc-dev)"
+                "/usr/include/linux/perf_event.h is not installed (apt-get install linux-libc-dev)"
             );
         }
         let dir = std::env::temp_dir().join(format!("counterhal-layout-{}", std::process::id()));

@@ -9,6 +9,8 @@ use std::process::Command;
 /// `cargo build -p counterhal-capi` puts them. Cargo does not build a cdylib or staticlib for
 /// the package's own tests, so they are built here first (once; later runs find them fresh).
 pub fn library_dir() -> PathBuf {
+    // What the tests leave in the temporary directory goes when this process exits.
+    counterhal_conformance::fixtures::clean_up_at_exit();
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
@@ -71,7 +73,8 @@ pub fn c_program(stem: &str) -> PathBuf {
         return path.clone();
     }
     let lib = library_dir();
-    let dir = std::env::temp_dir().join(format!("counterhal-{stem}-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-{stem}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let program = dir.join(stem);
     let out = Command::new("cc")

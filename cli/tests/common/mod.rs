@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 /// The command under test: the one Cargo built, or `COUNTERHAL_BIN` (CI's unprivileged leg
 /// runs these tests from a copy another user can read).
 pub fn bin() -> PathBuf {
+    // What the tests leave in the temporary directory goes when this process exits.
+    counterhal_conformance::fixtures::clean_up_at_exit();
     std::env::var_os("COUNTERHAL_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_counterhal")))
@@ -136,7 +138,7 @@ fn as_nobody(program: impl AsRef<std::ffi::OsStr>) -> Option<Command> {
 /// run; older builds' copies are removed when a new one is made.
 fn readable_copy() -> Option<PathBuf> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let dir = std::env::temp_dir().join("counterhal-nobody");
+    let dir = counterhal_conformance::fixtures::temp_dir().join("counterhal-nobody");
     let built = std::fs::metadata(bin()).ok()?;
     let copy = dir.join(format!("counterhal-{}-{}", built.len(), built.mtime()));
     if copy.exists() {
@@ -230,7 +232,10 @@ pub fn perf_available() -> bool {
 macro_rules! perf_or_skip {
     () => {
         if !perf_available() {
-            skip!(Need::Tools, "perf is not installed (Debian's linux-perf)");
+            skip!(
+                Need::Tools,
+                "perf is not installed (apt-get install linux-perf)"
+            );
         }
     };
 }

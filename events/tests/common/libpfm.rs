@@ -81,7 +81,8 @@ pub fn head_root() -> Result<PathBuf, String> {
 /// newer C library symbols that root's loader resolves: see [`command`]); an error says why
 /// (no compiler, no libpfm4-dev), for the test to skip with.
 pub fn build_for(root: Option<&Path>, program: &str, stem: &str) -> Result<PathBuf, String> {
-    let dir = std::env::temp_dir().join(format!("counterhal-{stem}-{}", std::process::id()));
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-{stem}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let source = dir.join(format!("{stem}.c"));
     std::fs::write(&source, program)

@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 /// The folder holding our libpapi.so and the link `libpapi.so.7.0` to it. Cargo does not build
 /// a cdylib for the package's own tests, so it is built here first (once per test binary).
 pub fn library_dir() -> PathBuf {
+    // What the tests leave in the temporary directory goes when this process exits.
+    counterhal_conformance::fixtures::clean_up_at_exit();
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
@@ -117,7 +119,8 @@ macro_rules! system_papi_or_skip {
 /// Builds `tests/c/STEM.c` with the papi.h in `include` (linked with `-lpapi` when `link`),
 /// into a fresh temporary folder; the program's path.
 pub fn c_program(stem: &str, tag: &str, include: &Path, link: bool) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+    counterhal_conformance::fixtures::clean_up_at_exit();
+    let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
         "counterhal-papi-{stem}-{tag}-{}",
         std::process::id()
     ));
