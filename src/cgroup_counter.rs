@@ -1,7 +1,7 @@
 //! Events counted per cgroup by name, on the backend chosen: [`Chosen::cgroup_counter`], in
 //! the mode the kernel and this process's privileges allow, through the backend's cgroup
 //! capability ([`BackendExt::cgroups`](counterhal_hal::BackendExt::cgroups)): a BPF program
-//! summing per cgroup at every cgroup switch, or one perf event per event, CPU and cgroup.
+//! summing per cgroup at every context switch, or one perf event per event, CPU and cgroup.
 
 use counterhal_hal::{
     BoxedCgroupCounter, CgroupCounterOptions, CgroupModeChoice, Error, ErrorKind, Result,

@@ -77,7 +77,7 @@ fn state_of(pid: u32) -> Option<(char, String)> {
 /// all it does after is the cgroup's from its first run; returns when it has ended.
 fn run_in(cgroup: &Path) {
     // On CPU 0 alone: on this project's VMs a switch away from a secondary CPU's idle task
-    // reaches no perf event, and the BPF mode needs every cgroup switch (cli/tests/common's
+    // reaches no perf event, and the BPF mode needs every context switch (cli/tests/common's
     // `ON_CPU_0` says more).
     let mut child: Child = Command::new("taskset")
         .args(["-c", "0", "sh", "-c", WORK])

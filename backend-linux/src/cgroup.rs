@@ -47,7 +47,6 @@ pub(crate) fn path_of(target: &BackendTarget) -> &Path {
 /// hierarchy in words; `None` where it is on the cgroup v2 one. Read from
 /// `/proc/self/mountinfo` (a v1 mount with `perf_event` among its options) and `/proc/cgroups`
 /// (the controller's hierarchy id: 0 is v2's), either of which says so.
-#[cfg_attr(not(feature = "cgroup-counter"), allow(dead_code))]
 pub(crate) fn perf_event_on_v1() -> Option<String> {
     let system = counterhal_system::System::host();
     let mountinfo =
@@ -57,7 +56,6 @@ pub(crate) fn perf_event_on_v1() -> Option<String> {
 }
 
 /// [`perf_event_on_v1`] from the texts of `/proc/self/mountinfo` and `/proc/cgroups`.
-#[cfg_attr(not(feature = "cgroup-counter"), allow(dead_code))]
 fn perf_event_v1_in(mountinfo: &str, cgroups: &str) -> Option<String> {
     for line in mountinfo.lines() {
         // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER-OPTIONS
@@ -104,14 +102,27 @@ pub(crate) fn cgroup_refused(errno: i32, path: &Path) -> Option<Error> {
                 .to_string(),
         )
     } else if errno == libc::ENOENT {
-        (
-            format!(
-                "the kernel found no perf_event controller for cgroup {shown} (ENOENT): its \
-                 hierarchy does not count events, or the cgroup is being removed"
+        match perf_event_on_v1() {
+            // A hybrid host: the cgroup2 cgroups count no perf event.
+            Some(hierarchy) => (
+                format!(
+                    "the kernel found no perf_event controller for cgroup {shown} (ENOENT): \
+                     the perf_event controller is bound to {hierarchy}"
+                ),
+                "count cgroup2 cgroups in the BPF mode (serve --cgroup-mode bpf, stat -b), \
+                 whose program reads each task's cgroup2 cgroup, or name a cgroup of \
+                 perf_event's v1 hierarchy"
+                    .to_string(),
             ),
-            "name a cgroup of the perf_event controller's hierarchy, or of the cgroup2 one"
-                .to_string(),
-        )
+            None => (
+                format!(
+                    "the kernel found no perf_event controller for cgroup {shown} (ENOENT): \
+                     its hierarchy does not count events, or the cgroup is being removed"
+                ),
+                "name a cgroup of the perf_event controller's hierarchy, or of the cgroup2 one"
+                    .to_string(),
+            ),
+        }
     } else if errno == libc::EINVAL && kernel_counts_cgroups() == Some(false) {
         (
             format!(

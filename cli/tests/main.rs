@@ -25,6 +25,7 @@ mod reliability;
 mod serve;
 #[cfg(feature = "serve")]
 mod serve_bpf;
+mod serve_bpf_beside;
 #[cfg(feature = "serve")]
 mod serve_bpf_tree;
 #[cfg(feature = "serve")]

@@ -327,20 +327,22 @@ fn cgroups_too_deep_for_the_bpf_mode_are_reported_apart() {
     drop(top);
 }
 
-/// On a host whose perf_event controller is bound to a cgroup v1 hierarchy, the BPF mode
-/// would miss the cgroup switches between cgroup2 cgroups: `--cgroup-mode bpf` refuses to
-/// start and says why, and `auto` counts in the perf-event mode with that reason. Binding
-/// perf_event to a v1 hierarchy changes the whole machine for a moment (every perf-event
-/// count of a cgroup2 cgroup is refused meanwhile), so this runs only where
+/// On a host whose perf_event controller is bound to a cgroup v1 hierarchy (a hybrid host),
+/// where the perf-event mode can count no cgroup2 cgroup (the kernel takes only a cgroup of
+/// perf_event's hierarchy: ENOENT), the BPF mode counts one, its program reading each task's
+/// cgroup2 cgroup at every context switch: `auto` takes it, and the work's page faults are
+/// counted. (Before, with the program at `cgroup-switches`, which the kernel raises only
+/// where the v1 perf_event cgroups differ, the BPF mode refused to start there.) Binding perf_event to a v1 hierarchy changes the whole machine for a moment
+/// (every perf-event count of a cgroup2 cgroup is refused meanwhile), so this runs only where
 /// `COUNTERHAL_TEST_PERF_EVENT_V1=1` asks for it.
 ///
-/// Oracle: the kernel's `perf_event_task_sched_out` (include/linux/perf_event.h), which
-/// raises cgroup-switches where the perf_event controller's cgroups of the two tasks differ.
+/// Oracle: the work's own page faults as the kernel counts them for it, `ru_minflt` of its
+/// `getrusage` (`/usr/bin/time -f %R`, GNU time).
 #[test]
-fn a_v1_perf_event_hierarchy_turns_the_bpf_mode_away() {
+fn a_v1_perf_event_hierarchy_leaves_the_bpf_mode_counting() {
     let _alone = crate::common::bpf_alone();
     let root = crate::unified_or_skip!();
-    drop(root);
+    let _cpu_0 = crate::common::cpu_0_alone();
     if std::env::var_os("COUNTERHAL_TEST_PERF_EVENT_V1").is_none() {
         skip!(
             Need::System,
@@ -348,22 +350,44 @@ fn a_v1_perf_event_hierarchy_turns_the_bpf_mode_away() {
              COUNTERHAL_TEST_PERF_EVENT_V1=1 to run it"
         );
     }
+    let cgroup = crate::serve_bpf::make_parent(&root, "serve-bpf-v1");
+    let pattern = format!("^{}$", cgroup.name);
     let mount = V1Mount::new();
-    let bpf = Served::start(&["--cgroups", "^nothing$", "--cgroup-mode", "bpf"]);
-    let auto = Served::start(&["--cgroups", "^nothing$"]).map(|served| served.scrape());
+    let auto = Served::start(&["-e", "page-faults", "--cgroups", &pattern])
+        .expect("serve in the auto mode");
+    let before = auto.scrape();
+    let mut work = Command::new("sh")
+        .args([
+            "-c",
+            "read _; exec /usr/bin/time -f %R dd if=/dev/zero of=/dev/null bs=4M count=100 \
+             status=none",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the work");
+    let shell = crate::serve_bpf::sleeping_child(work.id(), true);
+    crate::serve_bpf::run_in(&cgroup.path, shell, work.stdin.take().expect("its input"));
+    let done = work.wait_with_output().expect("the work ends");
+    let after = auto.scrape();
     drop(mount);
-    let refused = bpf.err().expect("--cgroup-mode bpf refuses to start");
-    assert!(
-        refused.contains("perf_event controller is bound to"),
-        "{refused}"
-    );
-    let body = auto.expect("serve in the auto mode");
-    let mode = body
+    let own: f64 = stderr(&done).trim().parse().expect("GNU time's %R");
+    let mode = after
         .lines()
         .find(|l| l.starts_with("counterhal_cgroup_mode{"))
         .unwrap_or_default();
-    assert!(mode.contains("mode=\"perf-events\""), "{body}");
-    assert!(mode.contains("perf_event controller is bound to"), "{mode}");
+    assert!(mode.contains("mode=\"bpf\""), "{after}");
+    let label = format!("/{}", cgroup.name);
+    let faults = |body: &str| {
+        crate::serve_bpf::cgroup_value(body, "counterhal_event_total", "page-faults", &label)
+            .unwrap_or(0.0)
+    };
+    let counted = faults(&after) - faults(&before);
+    assert!(
+        counted >= own && counted < own + 100.0,
+        "{label}: {counted} page faults counted, the work made {own}"
+    );
 }
 
 /// A cgroup v1 hierarchy with the perf_event controller, mounted for a test and unmounted

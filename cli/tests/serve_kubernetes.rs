@@ -88,7 +88,7 @@ fn a_cgroups_counts_are_summed_over_the_cpus_unless_per_cpu() {
     let event = "syscalls:sys_enter_getppid";
     // The perf-event mode, exact on every CPU: the sum is the exposition's, whatever the
     // mode, and the BPF mode misses the switches some kernels hide on a secondary CPU
-    // (docs/serve.md, "The BPF mode needs every cgroup switch"), where this work runs too.
+    // (docs/serve.md, "The BPF mode needs every context switch"), where this work runs too.
     let args = |more: &'static [&'static str]| {
         let mut args = vec![
             "-e",

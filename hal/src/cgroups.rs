@@ -4,7 +4,7 @@
 //!
 //! Two modes count the same thing, each event while the tasks of a cgroup (or of any cgroup
 //! below it) run, on each CPU, with its time enabled and running: a BPF program summing per
-//! cgroup at every cgroup switch (perf's `--bpf-counters --for-each-cgroup`), or one perf
+//! cgroup at every context switch (perf's `--bpf-counters --for-each-cgroup`), or one perf
 //! event per event, CPU and followed cgroup (`perf stat -G`). Each backend's README says how
 //! it counts them.
 //!
@@ -55,7 +55,7 @@ impl std::fmt::Display for CgroupMode {
         match self {
             CgroupMode::Bpf => f.write_str(
                 "bpf (each event once per CPU, summed per cgroup by a BPF program at every \
-                 cgroup switch)",
+                 context switch)",
             ),
             CgroupMode::PerfEvents { why_not_bpf: None } => {
                 f.write_str("perf-events (one perf event per event, CPU and cgroup)")
@@ -193,15 +193,15 @@ pub trait CgroupCounter {
     /// move and in the perf-event mode, which counts it right.
     fn moves_unsettled(&self) -> Option<&str>;
 
-    /// In the BPF mode, the cgroup switches its program missed since the counter opened: the
-    /// counts of the time each spans were given to no cgroup, so the followed cgroups' counts
-    /// may fall short (never over) by what ran then. `None` in the perf-event mode, which
-    /// misses none.
+    /// In the BPF mode, the context switches its program missed since the counter opened (the
+    /// kernel skipped it there: its `recursion_misses`): the counts of the time each spans
+    /// went to the next task's cgroups. `None` in the perf-event mode, which misses none, and
+    /// where the kernel does not count skips (before Linux 5.12).
     fn switches_missed(&self) -> Option<u64>;
 
     /// In the BPF mode, each program the kernel runs for it and the times the kernel skipped
     /// that program because another BPF program was running on its CPU (`recursion_misses`
-    /// of `struct bpf_prog_info`, Linux 5.12): each a cgroup switch, move or removal the
+    /// of `struct bpf_prog_info`, Linux 5.12): each a context switch, move or removal the
     /// counts miss. Empty in the perf-event mode and where the kernel does not count them.
     fn programs_skipped(&self) -> Vec<ProgramSkips> {
         Vec::new()

@@ -479,7 +479,7 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
 
 /// The mode the cgroups are counted in (`counterhal_cgroup_mode`); in the BPF mode, the
 /// cgroups matched too deep for it (`counterhal_cgroups_too_deep`), whether it settles a
-/// task's move between cgroups (`counterhal_cgroup_moves_settled`) and the cgroup switches
+/// task's move between cgroups (`counterhal_cgroup_moves_settled`) and the context switches
 /// its program missed (`counterhal_cgroup_switches_missed_total`), and the times the kernel
 /// skipped each of its programs (`counterhal_bpf_recursion_misses_total`).
 fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, health: &Health) {
@@ -511,7 +511,7 @@ fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, healt
         Kind::Gauge,
         "1 where the BPF mode counts a task that moves between cgroups while it runs in \
          each for its time there; 0 where its new cgroup is given its CPU's counts since \
-         the last cgroup switch (the reason at start).",
+         the last context switch (the reason at start).",
     );
     moves.header(out, format);
     moves.sample(out, &[], Number::Int(u64::from(settled)));
@@ -521,9 +521,9 @@ fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, healt
     let switches = Family::new(
         "counterhal_cgroup_switches_missed",
         Kind::Counter,
-        "Cgroup switches the BPF mode's program did not see (the kernel skips it on a CPU \
-         while another BPF user's map call is preempted there): the counts of the time each \
-         spans are given to no cgroup, so the cgroups' counts may fall short by them.",
+        "Context switches the BPF mode's program did not see (the kernel skipped its run at \
+         sched_switch, its recursion_misses): the counts of the time each spans went to the \
+         next task's cgroups.",
     );
     switches.header(out, format);
     switches.sample(out, &[], Number::Int(missed));
@@ -535,10 +535,10 @@ fn write_cgroup_mode(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, healt
         "counterhal_bpf_recursion_misses",
         Kind::Counter,
         "Times the kernel skipped this BPF-mode program because another BPF program was \
-         running on that CPU (its recursion_misses, bpftool prog show id N): each a cgroup \
-         removal (ch_cgroup_rmdir) or move (ch_cgroup_move) the counts miss; the kernel \
-         counts none for ch_cgroup_swtch (counterhal_cgroup_switches_missed_total does). \
-         Rising: find the other BPF programs on the node (bpftool prog show).",
+         running on that CPU (its recursion_misses, bpftool prog show id N): each a context \
+         switch (ch_cgroup_swtch, also counterhal_cgroup_switches_missed_total), cgroup \
+         removal (ch_cgroup_rmdir) or move (ch_cgroup_move) the counts miss. Rising: find \
+         the other BPF programs on the node (bpftool prog show).",
     );
     skipped.header(out, format);
     for program in &programs {

@@ -182,7 +182,7 @@ pub struct ServeArgs {
     #[arg(long = "max-cgroups", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub max_cgroups: u32,
     /// How the cgroups are counted: bpf (each event once per CPU, summed per cgroup by a BPF
-    /// program at every cgroup switch: no descriptor per cgroup; needs Linux 5.13, cgroup
+    /// program at every context switch: no descriptor per cgroup; needs Linux 5.10, cgroup
     /// v2, CAP_BPF and CAP_PERFMON or root), perf-events (one perf event per event, CPU and
     /// cgroup), or auto (bpf where it works, else perf-events, saying why at start).
     #[arg(long = "cgroup-mode", value_name = "MODE", value_enum, default_value_t = CgroupModeArg::Auto)]

@@ -1,7 +1,7 @@
 //! The cgroups' counts: every followed cgroup counted by one [`CgroupCounter`] (the
 //! library's per-cgroup counter), in the mode `--cgroup-mode` asks for. In the BPF mode the
 //! events are opened once per CPU, whatever the number of cgroups, and a BPF program run at
-//! every cgroup switch sums them per cgroup at every level of the hierarchy (perf's
+//! every context switch sums them per cgroup at every level of the hierarchy (perf's
 //! `--bpf-counters --for-each-cgroup`); in the perf-event mode each followed cgroup has one
 //! perf event per event and CPU (perf's `-G`), opened when it is followed. Auto takes BPF
 //! where the kernel and this process's privileges allow it, and says why not elsewhere.
@@ -16,11 +16,11 @@ use clap::ValueEnum;
 /// `--cgroup-mode`: how the cgroups are counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum CgroupModeArg {
-    /// BPF where it works here (Linux 5.13, cgroup v2, CAP_BPF and CAP_PERFMON or root),
+    /// BPF where it works here (Linux 5.10, cgroup v2, CAP_BPF and CAP_PERFMON or root),
     /// else perf events, the reason said at start.
     #[default]
     Auto,
-    /// Each event once per CPU, summed per cgroup by a BPF program at every cgroup switch
+    /// Each event once per CPU, summed per cgroup by a BPF program at every context switch
     /// (no descriptor per cgroup); the exporter does not start where BPF cannot count.
     Bpf,
     /// One perf event per event, CPU and cgroup (descriptors grow with the cgroups).
@@ -135,7 +135,7 @@ mod linux {
                 Some(why) => format!(
                     "{mode}; a task that moves itself between cgroups while it runs (cgexec, \
                      a script writing cgroup.procs) is counted in its new cgroup from its \
-                     CPU's last cgroup switch, not from the move \
+                     CPU's last context switch, not from the move \
                      (counterhal_cgroup_moves_settled 0): {why}"
                 ),
                 None => mode,
@@ -151,8 +151,9 @@ mod linux {
             }
         }
 
-        /// In the BPF mode, the cgroup switches its program missed since start (their time
-        /// given to no cgroup); `None` in the perf-event mode.
+        /// In the BPF mode, the context switches its program missed since start (the kernel
+        /// skipped it: their time went to the next task's cgroups); `None` in the perf-event
+        /// mode.
         pub fn switches_missed(&self) -> Option<u64> {
             self.counter.switches_missed()
         }

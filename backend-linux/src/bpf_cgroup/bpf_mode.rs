@@ -1,14 +1,15 @@
-//! The BPF mode: each event opened once per CPU, a program at every cgroup switch adding
+//! The BPF mode: each event opened once per CPU, a program at every context switch adding
 //! each CPU's differences to the followed cgroups among the switched-out task's ([`program`]),
 //! and the sums read per cgroup from the map the program keeps.
 //!
 //! The kernel objects, as perf's `bperf_cgroup` has them (tools/perf/util/
-//! bpf_counter_cgroup.c): a `BPF_MAP_TYPE_PERF_EVENT_ARRAY` of the counters, the software
-//! event `cgroup-switches` (`PERF_COUNT_SW_CGROUP_SWITCHES`, Linux 5.13) opened on each CPU
-//! with `sample_period` 1 and the program attached (`PERF_EVENT_IOC_SET_BPF`), and a second
-//! copy of the program, of the raw tracepoint type and never attached, that user space runs
-//! on each CPU (`BPF_PROG_TEST_RUN` with `BPF_F_TEST_RUN_ON_CPU`) just before it reads, so
-//! that the part of the cgroup running there now is included.
+//! bpf_counter_cgroup.c) but for the program's attach point: a `BPF_MAP_TYPE_PERF_EVENT_ARRAY`
+//! of the counters, the counting program at the raw tracepoint `sched_switch` (where perf
+//! attaches its program to the software event `cgroup-switches`, whose runs the kernel skips
+//! while another BPF user's map call holds the CPU: [`program`]), and a second copy of the
+//! program, of the raw tracepoint type and never attached, that user space runs on each CPU
+//! (`BPF_PROG_TEST_RUN` with `BPF_F_TEST_RUN_ON_CPU`) just before it reads, so that the part
+//! of the cgroup running there now is included.
 //!
 //! A third copy, the settle program, runs at the entry of the kernel's `cgroup_migrate`
 //! (a tracing program at its entry, `BPF_TRACE_FENTRY`), in the context of the task that
@@ -16,22 +17,21 @@
 //! `cgroup_migrate_execute`): a task that moves itself while it runs has its CPU's counts up
 //! to the move given to the cgroup it leaves. No tracepoint serves: `cgroup_attach_task` fires
 //! `cgroup:cgroup_attach_task` after the move (kernel/cgroup/cgroup.c), and the perf_event
-//! controller's own switch at a move (`perf_cgroup_attach`) raises no `cgroup-switches`.
+//! controller's own switch at a move (`perf_cgroup_attach`) is no context switch.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use counterhal_hal::{CpuList, Error, ErrorKind, EventRequest, ProgramSkips, Reading, Result};
 
 use super::btf;
-use super::program::{self, MAX_EVENTS, MAX_LEVELS, Maps, READING_BYTES, Run, SWITCHES_MISSED};
+use super::program::{self, MAX_EVENTS, MAX_LEVELS, Maps, READING_BYTES, Run};
 use crate::LinuxBackend;
+use crate::sys;
 use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr, ProgBtf};
-use crate::sys::{self, PerfEventAttr, TYPE_SOFTWARE, attr_bit};
 
-/// `PERF_COUNT_SW_CGROUP_SWITCHES` (Linux 5.13): counts, on a CPU, the context switches
-/// between tasks of different cgroups, in the context of the task switched out
-/// (`perf_event_task_sched_out`, include/linux/perf_event.h).
-const SW_CGROUP_SWITCHES: u64 = 11;
+/// The raw tracepoint the counting program runs at: every context switch, in the context of
+/// the task switched out (`trace_sched_switch`, kernel/sched/core.c).
+const SWITCH_TRACEPOINT: &std::ffi::CStr = c"sched_switch";
 
 /// The kernel function the settle program runs at: every move of tasks between cgroups
 /// (`cgroup.procs`, `cgroup.threads`, v1's `tasks`) goes through it (kernel/cgroup/cgroup.c).
@@ -52,13 +52,14 @@ pub(crate) struct BpfCounting {
     /// The counters, event by event, each on every CPU counted (owned here: the array holds
     /// references of its own while they are open).
     _counters: Vec<OwnedFd>,
-    /// `cgroup-switches` on each CPU, the program attached.
-    _switches: Vec<OwnedFd>,
+    /// The counting program's link at `sched_switch`.
+    _at_switch: OwnedFd,
     _events: OwnedFd,
-    previous: OwnedFd,
+    /// Each event's previous reading on each CPU (the programs hold it too).
+    _previous: OwnedFd,
     cgroups: OwnedFd,
     levels: OwnedFd,
-    /// The programs the kernel runs (at `cgroup-switches`, and those of `settle` and
+    /// The programs the kernel runs (at `sched_switch`, and those of `settle` and
     /// `removals`), each with its name, whose skips it counts (`recursion_misses`).
     programs: Vec<(&'static str, OwnedFd)>,
     /// The same program, run on each CPU before a read.
@@ -91,7 +92,7 @@ pub(crate) fn bpf_error(what: &str, errno: i32) -> Error {
         ),
         _ => (
             ErrorKind::Unsupported,
-            "the BPF mode needs Linux 5.13 with BPF (CONFIG_BPF_SYSCALL, CONFIG_CGROUP_PERF)",
+            "the BPF mode needs Linux 5.10 with BPF (CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS)",
         ),
     };
     Error::new(kind, format!("{what}: {detail}"))
@@ -259,21 +260,14 @@ impl BpfCounting {
         let stride = possible.iter().max().map_or(1, |last| last + 1);
         let reading = READING_BYTES as u32;
         let count = events.len() as u32;
-        // The events, then cgroup-switches (index `count`).
         let events_map = create(
             sys_bpf::MAP_PERF_EVENT_ARRAY,
             4,
             4,
-            (count + 1) * stride,
+            count * stride,
             "ch_events",
         )?;
-        let previous = create(
-            sys_bpf::MAP_PERCPU_ARRAY,
-            4,
-            reading,
-            count + 1,
-            "ch_previous",
-        )?;
+        let previous = create(sys_bpf::MAP_PERCPU_ARRAY, 4, reading, count, "ch_previous")?;
         let cgroups = create(
             sys_bpf::MAP_PERCPU_HASH,
             8,
@@ -289,7 +283,7 @@ impl BpfCounting {
             levels: levels.as_fd(),
         };
         let insns = program::counting(maps, events.len(), stride, Run::Switch);
-        let attached = load(sys_bpf::PROG_PERF_EVENT, &insns, SWITCH_PROGRAM)?;
+        let attached = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, SWITCH_PROGRAM)?;
         let insns = program::counting(maps, events.len(), stride, Run::Read);
         let trigger = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_cgroup_read")?;
         let mut counters = Vec::with_capacity(events.len() * cpus.len());
@@ -311,24 +305,16 @@ impl BpfCounting {
                 counters.push(counter);
             }
         }
-        let mut switches = Vec::with_capacity(cpus.len());
-        for &cpu in cpus {
-            let slot = count * stride + cpu;
-            switches.push(open_switches(
-                cpu,
-                attached.as_fd(),
-                events_map.as_fd(),
-                slot,
-            )?);
-        }
+        let at_switch = sys_bpf::attach_raw(attached.as_fd(), Some(SWITCH_TRACEPOINT))
+            .map_err(failed("attaching the counting program at sched_switch"))?;
         let mut programs = vec![(SWITCH_PROGRAM, attached)];
         let settle = settle(maps, events.len(), stride, &mut programs);
         let counting = BpfCounting {
             removals: count_removals(&mut programs),
             _counters: counters,
-            _switches: switches,
+            _at_switch: at_switch,
             _events: events_map,
-            previous,
+            _previous: previous,
             cgroups,
             levels,
             programs,
@@ -361,10 +347,8 @@ impl BpfCounting {
     }
 
     /// Each program the kernel runs, its name and id, and the times the kernel skipped it
-    /// since it was loaded because a BPF program was already running on that CPU
-    /// (`recursion_misses`; Linux 5.12, which counts them for tracing programs: a skipped
-    /// program at `cgroup-switches` is counted by [`BpfCounting::switches_missed`] instead).
-    /// Empty before Linux 5.12.
+    /// since it was loaded because the same program was already running on that CPU
+    /// (`recursion_misses`, Linux 5.12). Empty before Linux 5.12.
     pub fn recursion_misses(&self) -> Vec<ProgramSkips> {
         programs_skipped(&self.programs)
     }
@@ -390,26 +374,12 @@ impl BpfCounting {
         Ok(())
     }
 
-    /// The cgroup switches the program missed on the CPUs counted since the counter opened
-    /// (the kernel skipped it while another BPF user's map call was preempted there): the
-    /// counts of the time each spans were given to no cgroup. `None` where the map cannot be
-    /// read.
+    /// The context switches the counting program missed since the counter opened (the
+    /// kernel skipped it there: its `recursion_misses`), whose counts were given to the
+    /// wrong cgroups. `None` where the kernel does not count them (before Linux 5.12).
     pub fn switches_missed(&self) -> Option<u64> {
-        let mut values = vec![0; per_cpu_room(READING_BYTES) * self.possible.len()];
-        let key = (self.events as u32).to_ne_bytes();
-        sys_bpf::map_lookup(self.previous.as_fd(), &key, &mut values).ok()?;
-        let room = per_cpu_room(READING_BYTES);
-        let missed = self
-            .possible
-            .iter()
-            .enumerate()
-            .filter(|(_, cpu)| self.cpus.contains(cpu))
-            .map(|(slot, _)| {
-                let at = slot * room + SWITCHES_MISSED;
-                u64::from_ne_bytes(values[at..at + 8].try_into().unwrap_or_default())
-            })
-            .fold(0u64, u64::wrapping_add);
-        Some(missed)
+        let (_, program) = self.programs.iter().find(|(n, _)| *n == SWITCH_PROGRAM)?;
+        sys_bpf::prog_info(program.as_fd()).ok()?.recursion_misses
     }
 
     /// Puts cgroup `id` in the map, its sums zero (`Ok` where it is there already): the
@@ -569,34 +539,6 @@ fn settle(
     })?;
     programs.push((NAME, program));
     Ok(link)
-}
-
-/// `cgroup-switches` on `cpu` with the program `program` run at each, placed at `slot` of
-/// `events` before it counts (the program reads it there).
-fn open_switches(
-    cpu: u32,
-    program: std::os::fd::BorrowedFd<'_>,
-    events: std::os::fd::BorrowedFd<'_>,
-    slot: u32,
-) -> Result<OwnedFd> {
-    let mut attr = PerfEventAttr {
-        type_: TYPE_SOFTWARE,
-        size: sys::ATTR_SIZE_VER8,
-        config: SW_CGROUP_SWITCHES,
-        sample_period: 1,
-        ..Default::default()
-    };
-    attr.set_flag(attr_bit::DISABLED, true);
-    let what = format!("cgroup-switches on CPU {cpu}");
-    let fd = sys::perf_event_open(&mut attr, -1, cpu as i32, None, 0)
-        .map_err(|failure| bpf_error(&format!("opening {what} (Linux 5.13)"), failure.errno))?;
-    sys_bpf::attach_to_perf_event(fd.as_fd(), program)
-        .map_err(|errno| bpf_error(&format!("attaching the counting program to {what}"), errno))?;
-    sys_bpf::map_update_perf_event(events, slot, fd.as_fd())
-        .map_err(|errno| bpf_error(&format!("placing {what} in the BPF map"), errno))?;
-    sys::ioctl_int(fd.as_fd(), sys::IOC_ENABLE, 0)
-        .map_err(|errno| bpf_error(&format!("enabling {what}"), errno))?;
-    Ok(fd)
 }
 
 /// `sum += row`, reading by reading.

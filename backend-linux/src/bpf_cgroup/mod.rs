@@ -5,12 +5,12 @@
 //!
 //! - **BPF** ([`CgroupMode::Bpf`], perf's `perf stat --bpf-counters --for-each-cgroup`): each
 //!   event opened once per CPU, whatever the number of cgroups; a BPF program run at every
-//!   cgroup switch adds each CPU's counts since the previous switch to the followed cgroups
+//!   context switch adds each CPU's counts since the previous switch to the followed cgroups
 //!   among the switched-out task's cgroup and its ancestors ([`program`]), so a followed
 //!   cgroup counts its descendants, one created and removed between two reads included. A
 //!   cgroup is counted from when it is followed; one that nobody follows takes no room.
-//!   Needs Linux 5.13, cgroup v2 with the perf_event controller on it (not bound to a v1
-//!   hierarchy), and CAP_BPF with CAP_PERFMON (or root).
+//!   Needs Linux 5.10, cgroup v2 (its program reads the task's cgroup2 cgroup, wherever the
+//!   perf_event controller is bound), and CAP_BPF with CAP_PERFMON (or root).
 //! - **perf events** ([`CgroupMode::PerfEvents`], `perf stat -G`): one perf event per event,
 //!   CPU and followed cgroup (`PERF_FLAG_PID_CGROUP`), opened when the cgroup is followed.
 //!
@@ -100,22 +100,7 @@ impl LinuxCgroupCounter {
                 .with_hint("pass at least one event"));
         }
         let bpf = |root: &Option<PathBuf>| match root {
-            Some(_) => {
-                if let Some(hierarchy) = crate::cgroup::perf_event_on_v1() {
-                    return Err(Error::unsupported(format!(
-                        "the perf_event controller is bound to {hierarchy}: the kernel raises \
-                         cgroup-switches where the perf_event controller's cgroups of the two \
-                         tasks differ (perf_event_task_sched_out, include/linux/perf_event.h), \
-                         so the switches between cgroup2 cgroups within one of its cgroups go \
-                         unseen and the BPF mode would give their counts to the wrong cgroups"
-                    ))
-                    .with_hint(
-                        "count in the perf-event mode, or boot with cgroup_no_v1=perf_event \
-                         (systemd.unified_cgroup_hierarchy=1 for a host all on cgroup v2)",
-                    ));
-                }
-                BpfCounting::open(backend, events, cpus, options.capacity)
-            }
+            Some(_) => BpfCounting::open(backend, events, cpus, options.capacity),
             None => Err(Error::unsupported("no cgroup v2 mount was given")
                 .with_hint("the BPF mode counts the cgroups of a cgroup2 file system")),
         };
@@ -310,7 +295,7 @@ impl LinuxCgroupCounter {
 
     /// Where the BPF mode counts a task that moves between cgroups while it runs (a command
     /// writing its own pid into `cgroup.procs`: `cgexec`, a script) wrong, why: its new
-    /// cgroup is then given its CPU's counts since the CPU's last cgroup switch, as perf's
+    /// cgroup is then given its CPU's counts since the CPU's last context switch, as perf's
     /// `--bpf-counters` gives them. `None` where the BPF mode settles such a move (a program
     /// at the kernel's `cgroup_migrate`) and in the perf-event mode, which counts it right.
     pub fn moves_unsettled(&self) -> Option<&str> {
@@ -320,10 +305,10 @@ impl LinuxCgroupCounter {
         }
     }
 
-    /// In the BPF mode, the cgroup switches its program missed since the counter opened: the
-    /// counts of the time each spans were given to no cgroup, so the followed cgroups' counts
-    /// may fall short (never over) by what ran then (see the `program` module). `None` in the
-    /// perf-event mode, which misses none.
+    /// In the BPF mode, the context switches its program missed since the counter opened (the
+    /// kernel skipped it: its `recursion_misses`, see the `program` module), whose counts went
+    /// to the next task's cgroups. `None` in the perf-event mode, which misses none, and where
+    /// the kernel does not count skips (before Linux 5.12).
     pub fn switches_missed(&self) -> Option<u64> {
         match &self.counting {
             Counting::Bpf(bpf) => bpf.switches_missed(),
@@ -543,7 +528,6 @@ mod tests {
                 "BPF_MAP_TYPE_PERCPU_ARRAY",
                 sys_bpf::MAP_PERCPU_ARRAY.into(),
             ),
-            ("BPF_PROG_TYPE_PERF_EVENT", sys_bpf::PROG_PERF_EVENT.into()),
             ("BPF_PROG_TYPE_TRACING", sys_bpf::PROG_TRACING.into()),
             ("BPF_TRACE_FENTRY", sys_bpf::TRACE_FENTRY.into()),
             ("BPF_TRACE_RAW_TP", sys_bpf::TRACE_RAW_TP.into()),
@@ -790,7 +774,7 @@ mod tests {
             levels: maps[3].as_fd(),
         };
         for (prog_type, run) in [
-            (sys_bpf::PROG_PERF_EVENT, Run::Switch),
+            (sys_bpf::PROG_RAW_TRACEPOINT, Run::Switch),
             (sys_bpf::PROG_RAW_TRACEPOINT, Run::Read),
         ] {
             let plain = program::counting(maps, super::MAX_EVENTS, 4, run);
@@ -977,141 +961,6 @@ mod tests {
         assert!(
             misses <= shown && shown <= again,
             "ours {misses} then {again}, bpftool {shown} between"
-        );
-    }
-
-    /// A time whose cgroup switches the program did not all see is given to no cgroup, and
-    /// the switches it missed are counted; a time it saw whole is given to the cgroups as
-    /// before. The program runs here on this thread's CPU (as the read does before each
-    /// scrape), with this thread's page faults as its event and as its `cgroup-switches`: a
-    /// disabled counter (reads 0: no switch passed), then enabled (each fault a switch the
-    /// program did not see, as when the kernel skips it while `bpf_prog_active` is held);
-    /// then a run at a switch that the counter has not counted yet, given to the cgroups.
-    ///
-    /// Oracle: the kernel running the program (`BPF_PROG_TEST_RUN` on the caller's CPU runs
-    /// it there, net/bpf/test_run.c) and counting page faults (`PERF_COUNT_SW_PAGE_FAULTS`,
-    /// one per fresh page touched).
-    #[test]
-    fn a_time_with_switches_missed_is_given_to_no_cgroup() {
-        let _alone = super::bpf_alone();
-        use super::bpf_mode::{create, load, per_cpu_room, possible_cpus};
-        use super::program::{READING_BYTES, Run, SWITCHES_MISSED};
-        use crate::sys::{self, PerfEventAttr, TYPE_SOFTWARE, attr_bit};
-        use std::os::fd::AsFd;
-        let possible = possible_cpus().expect("the possible CPUs");
-        let cpu = possible[0];
-        sys::pin_thread_to(cpu).expect("this thread kept on one CPU");
-        let reading = READING_BYTES as u32;
-        // One event, then the switches; stride 1 on CPU `cpu`: slots `cpu` and `cpu + 1`.
-        let maps = [
-            create(sys_bpf::MAP_PERF_EVENT_ARRAY, 4, 4, cpu + 2, "ch_t_events"),
-            create(sys_bpf::MAP_PERCPU_ARRAY, 4, reading, 2, "ch_t_previous"),
-            create(sys_bpf::MAP_PERCPU_HASH, 8, reading, 4, "ch_t_cgroups"),
-            create(sys_bpf::MAP_ARRAY, 4, 4, 1, "ch_t_levels"),
-        ];
-        let maps = match maps {
-            [Ok(a), Ok(b), Ok(c), Ok(d)] => [a, b, c, d],
-            [Err(e), ..] if e.kind() == counterhal_hal::ErrorKind::PermissionDenied => {
-                skip!(Need::Privilege, "BPF maps take CAP_BPF: {e}")
-            }
-            other => panic!("{:?}", other.map(|m| m.err())),
-        };
-        let [events, previous, cgroups, levels] = &maps;
-        let faults = |disabled: bool| {
-            let mut attr = PerfEventAttr {
-                type_: TYPE_SOFTWARE,
-                size: sys::ATTR_SIZE_VER8,
-                config: 2,
-                ..Default::default()
-            };
-            attr.set_flag(attr_bit::DISABLED, disabled);
-            sys::perf_event_open(&mut attr, 0, -1, None, 0).expect("this thread's page faults")
-        };
-        let (event, switches) = (faults(false), faults(true));
-        sys_bpf::map_update_perf_event(events.as_fd(), cpu, event.as_fd()).unwrap();
-        sys_bpf::map_update_perf_event(events.as_fd(), cpu + 1, switches.as_fd()).unwrap();
-        // The root cgroup (id 1, level 0) followed.
-        let room = per_cpu_room(READING_BYTES);
-        let zeroes = vec![0u8; room * possible.len()];
-        sys_bpf::map_update(cgroups.as_fd(), &1u64.to_ne_bytes(), &zeroes, 0).unwrap();
-        sys_bpf::map_update(levels.as_fd(), &0u32.to_ne_bytes(), &1u32.to_ne_bytes(), 0).unwrap();
-        let maps = program::Maps {
-            events: events.as_fd(),
-            previous: previous.as_fd(),
-            cgroups: cgroups.as_fd(),
-            levels: levels.as_fd(),
-        };
-        let insns = program::counting(maps, 1, 1, Run::Read);
-        let program = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_t_missed").unwrap();
-        let word = |map: &std::os::fd::OwnedFd, key: &[u8], at: usize| {
-            let mut values = vec![0u8; room * possible.len()];
-            sys_bpf::map_lookup(map.as_fd(), key, &mut values).unwrap();
-            (0..possible.len())
-                .map(|slot| {
-                    let at = slot * room + at;
-                    u64::from_ne_bytes(values[at..at + 8].try_into().unwrap())
-                })
-                .sum::<u64>()
-        };
-        let given = || word(cgroups, &1u64.to_ne_bytes(), 0);
-        let missed = || word(previous, &1u32.to_ne_bytes(), SWITCHES_MISSED);
-        let run = || {
-            sys_bpf::prog_run_on_cpu(program.as_fd(), cpu).expect("the program run here");
-        };
-        let touch = counterhal_conformance::workload::touch_fresh_pages;
-        let counted_by_kernel = || {
-            let mut value = [0u8; 8];
-            let mut file = std::fs::File::from(event.try_clone().unwrap());
-            std::io::Read::read_exact(&mut file, &mut value).expect("the counter read");
-            u64::from_ne_bytes(value)
-        };
-        run();
-        // No switch passed: the faults are the root cgroup's, all the kernel counted between
-        // the runs (the allocation's first page may be mapped already).
-        let kernel_before = counted_by_kernel();
-        run();
-        let (given_before, missed_before) = (given(), missed());
-        touch(64);
-        run();
-        let kernel = counted_by_kernel() - kernel_before;
-        let seen = given() - given_before;
-        assert!(
-            (32..=kernel).contains(&seen),
-            "64 pages touched, {seen} faults given, the kernel counted {kernel}"
-        );
-        assert_eq!(missed(), missed_before, "no switch passed");
-        // Switches passed that the program did not see: nothing is given, and they count.
-        sys::ioctl_int(switches.as_fd(), sys::IOC_ENABLE, 0).unwrap();
-        run();
-        let (given_before, missed_before) = (given(), missed());
-        touch(64);
-        run();
-        assert_eq!(
-            given(),
-            given_before,
-            "a time with switches missed given to a cgroup"
-        );
-        let counted = missed() - missed_before;
-        assert!(
-            counted >= 32,
-            "64 pages touched: {counted} switches missed counted"
-        );
-        // At a switch the counter the program reads may not have counted it yet (a CPU's
-        // software events of one kind run in their list's order, `perf_swevent_event`): a
-        // switch run that finds no switch passed gives the time to the cgroups, as one seen.
-        sys::ioctl_int(switches.as_fd(), sys::IOC_DISABLE, 0).unwrap();
-        run();
-        let insns = program::counting(maps, 1, 1, Run::Switch);
-        let at_switch = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_t_switch").unwrap();
-        let (given_before, missed_before) = (given(), missed());
-        touch(64);
-        sys_bpf::prog_run_on_cpu(at_switch.as_fd(), cpu).expect("the program run here");
-        let seen = given() - given_before;
-        assert!(seen >= 32, "a switch not yet counted: {seen} faults given");
-        assert_eq!(
-            missed(),
-            missed_before,
-            "a switch not yet counted is no switch missed"
         );
     }
 }

@@ -1,5 +1,5 @@
 //! The counting program, as perf's `bperf_cgroup` counts (tools/perf/util/bpf_skel/
-//! bperf_cgroup.bpf.c): run at every cgroup switch on a CPU, in the context of the task
+//! bperf_cgroup.bpf.c): run at every context switch on a CPU, in the context of the task
 //! switched out, it reads each event's counter on this CPU (`bpf_perf_event_read_value`:
 //! value, time enabled, time running), takes the difference from the previous reading on this
 //! CPU, and adds it to each followed cgroup among the ancestors of that task's cgroup (itself
@@ -9,15 +9,16 @@
 //! followed one, which user space keeps in the levels map: a task in a deep cgroup costs the
 //! levels followed, not its depth.
 //!
-//! A run the kernel skips would give the next run's cgroup what other cgroups counted: the
-//! kernel runs no perf-event program on a CPU while `bpf_prog_active` is held there
-//! (`bpf_overflow_handler`, kernel/events/core.c), and every map system call holds it with only
-//! migration off (`bpf_disable_instrumentation`, include/linux/bpf.h), so a task preempted in
-//! a map lookup blinds its CPU's switches until it runs again. So the program also reads
-//! `cgroup-switches` itself, which counts every switch before its program runs
-//! (`perf_swevent_event`): where more switches passed since the previous reading than the run
-//! accounts for, the differences belong to cgroups unknown and are given to none; the
-//! switches missed are counted ([`SWITCHES_MISSED`]).
+//! It runs at the raw tracepoint `sched_switch` (`trace_sched_switch` in `__schedule`,
+//! kernel/sched/core.c), at every context switch, before the switch: in the context of the
+//! task switched out, reading the counts of the time that task ran. A raw tracepoint's
+//! program is skipped only while the same program already runs on that CPU (its own
+//! `prog->active`, `__bpf_trace_run` in kernel/trace/bpf_trace.c), which a switch cannot
+//! be; a perf-event program, as perf's at `cgroup-switches`, is skipped while any BPF user
+//! holds the CPU's `bpf_prog_active` (`bpf_overflow_handler`, kernel/events/core.c), which
+//! every map system call does (`bpf_disable_instrumentation`, include/linux/bpf.h): beside
+//! other BPF agents its counts went to the wrong cgroups, or to none. A skip the kernel
+//! counts all the same is the program's `recursion_misses`.
 //!
 //! Written by [`super::insn`], checked by the kernel's verifier at every load: the levels are
 //! a bounded loop (Linux 5.3), which the verifier walks [`MAX_LEVELS`] times. Helpers, each
@@ -28,7 +29,7 @@
 
 use std::os::fd::BorrowedFd;
 
-use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R7, R8, R9, R10};
+use super::insn::{Asm, R0, R1, R2, R3, R4, R7, R8, R9, R10};
 
 /// `BPF_FUNC_map_lookup_elem`.
 const MAP_LOOKUP_ELEM: i32 = 1;
@@ -62,47 +63,28 @@ pub const MAX_LEVELS: usize = 64;
 /// (`struct bpf_perf_event_value`, 24 bytes) in each map.
 pub const READING_BYTES: usize = 24;
 
-/// Where a copy of the program runs: how it touches its maps, and how many cgroup switches
-/// on its CPU it accounts for.
+/// Where a copy of the program runs: how it touches its maps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Run {
-    /// At each cgroup switch, in the scheduler with interrupts off: plain loads and stores;
-    /// it accounts for its own switch.
+    /// At each context switch (the raw tracepoint `sched_switch`), in the scheduler with
+    /// interrupts off: plain loads and stores.
     Switch,
     /// On a CPU by `BPF_PROG_TEST_RUN` before a read (in an interrupt, or with preemption off
-    /// on the caller's CPU): plain loads and stores; no switch.
+    /// on the caller's CPU): plain loads and stores.
     Read,
     /// At `cgroup_migrate`, in a task's context, which the others can interrupt on its CPU:
     /// each previous reading exchanged and each sum added by one atomic instruction (the sums
     /// stay whole: a difference taken across an interruption may be negative, and the next
-    /// one makes it up). It leaves the switches to the other two.
+    /// one makes it up).
     Move,
 }
-
-impl Run {
-    /// The cgroup switches since the previous reading that this run accounts for; `None`
-    /// where it does not look.
-    fn switches(self) -> Option<i32> {
-        match self {
-            Run::Switch => Some(1),
-            Run::Read => Some(0),
-            Run::Move => None,
-        }
-    }
-}
-
-/// Where the switches missed are kept: the second word of the previous reading of the
-/// `cgroup-switches` slot (event index `events`) in the `previous` map, on each CPU.
-pub const SWITCHES_MISSED: usize = 8;
 
 /// The maps a program works on.
 #[derive(Clone, Copy)]
 pub struct Maps<'m> {
-    /// `BPF_MAP_TYPE_PERF_EVENT_ARRAY`: event `e` on CPU `c` at `e * stride + c`, and after
-    /// the events (index `events`), `cgroup-switches` on each CPU.
+    /// `BPF_MAP_TYPE_PERF_EVENT_ARRAY`: event `e` on CPU `c` at `e * stride + c`.
     pub events: BorrowedFd<'m>,
-    /// `BPF_MAP_TYPE_PERCPU_ARRAY`: each event's previous reading on each CPU, then the
-    /// switches' (its second word: the switches missed).
+    /// `BPF_MAP_TYPE_PERCPU_ARRAY`: each event's previous reading on each CPU.
     pub previous: BorrowedFd<'m>,
     /// `BPF_MAP_TYPE_PERCPU_HASH`: by cgroup id, every event's sums on each CPU, for the
     /// followed cgroups.
@@ -137,9 +119,6 @@ pub fn counting(maps: Maps<'_>, events: usize, stride: u32, run: Run) -> Vec<u64
         differences(&mut asm, maps, events, event, stride, access);
     }
     let (level, next, done) = (asm.label(), asm.label(), asm.label());
-    if let Some(expected) = run.switches() {
-        switches_seen(&mut asm, maps, events, stride, expected, done);
-    }
     // r7: the levels to visit; r8: the level (both kept across calls).
     asm.load_map_value(R1, maps.levels, 0);
     asm.load32(R7, R1, 0);
@@ -170,67 +149,6 @@ pub fn counting(maps: Maps<'_>, events: usize, stride: u32, run: Run) -> Vec<u64
 enum Access {
     Plain,
     Atomic,
-}
-
-/// Reads `cgroup-switches` on this CPU (`r9`, at index `events`) and takes the previous
-/// reading's place; where more switches passed than `expected`, adds the surplus to the
-/// switches missed and jumps to `missed` (the differences given to no cgroup). An unreadable
-/// counter is taken as no switch missed.
-///
-/// The counter read is the program's own event (the one it runs at, placed at index
-/// `events`), and the kernel counts a switch before it runs the program
-/// (`perf_swevent_event`: `local64_add`, then `__perf_event_overflow` calls
-/// `bpf_overflow_handler`, kernel/events/core.c): a switch run finds exactly its own switch
-/// passed, an idle task's or any other, unless the kernel skipped runs in between
-/// (`bpf_prog_active` held on the CPU), which are the switches missed. A switch run that finds
-/// none is taken as one seen, the previous reading plus one.
-fn switches_seen(
-    asm: &mut Asm,
-    maps: Maps<'_>,
-    events: usize,
-    stride: u32,
-    expected: i32,
-    missed: Label,
-) {
-    let seen = asm.label();
-    asm.load_map(R1, maps.events);
-    asm.mov(R2, R9);
-    asm.add_imm(R2, (events as u32 * stride) as i32);
-    asm.mov(R3, R10);
-    asm.add_imm(R3, i32::from(READING));
-    asm.mov_imm(R4, READING_BYTES as i32);
-    asm.call(PERF_EVENT_READ_VALUE);
-    asm.jump_if_ne(R0, 0, seen);
-    asm.mov_imm(R1, events as i32);
-    asm.store32(R10, KEY, R1);
-    asm.load_map(R1, maps.previous);
-    asm.mov(R2, R10);
-    asm.add_imm(R2, i32::from(KEY));
-    asm.call(MAP_LOOKUP_ELEM);
-    asm.jump_if_eq(R0, 0, seen);
-    // r3: this reading; r2: the previous; r1: the switches passed between them.
-    asm.load64(R3, R10, READING);
-    asm.load64(R2, R0, 0);
-    asm.mov(R1, R3);
-    asm.sub(R1, R2);
-    let surplus = asm.label();
-    if expected == 0 {
-        asm.jump_if_eq(R1, 0, seen);
-    } else {
-        // 0 (the switch not counted yet) or `expected`: the previous reading plus it.
-        asm.jump_if_ge(R1, expected + 1, surplus);
-        asm.add_imm(R2, expected);
-        asm.store64(R0, 0, R2);
-        asm.jump_always(seen);
-    }
-    asm.place(surplus);
-    asm.store64(R0, 0, R3);
-    asm.add_imm(R1, -expected);
-    asm.load64(R2, R0, SWITCHES_MISSED as i16);
-    asm.add(R2, R1);
-    asm.store64(R0, SWITCHES_MISSED as i16, R2);
-    asm.jump_always(missed);
-    asm.place(seen);
 }
 
 /// Reads event `event` on this CPU (`r9`) and writes its differences from the previous

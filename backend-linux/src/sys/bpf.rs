@@ -54,9 +54,8 @@ pub const MAP_PERF_EVENT_ARRAY: u32 = 4;
 pub const MAP_PERCPU_HASH: u32 = 5;
 /// `BPF_MAP_TYPE_PERCPU_ARRAY`: an array whose every value is kept once per CPU.
 pub const MAP_PERCPU_ARRAY: u32 = 6;
-/// `BPF_PROG_TYPE_PERF_EVENT`: a program run at a perf event's overflow.
-pub const PROG_PERF_EVENT: u32 = 7;
-/// `BPF_PROG_TYPE_RAW_TRACEPOINT`: here never attached, only run by `BPF_PROG_TEST_RUN`.
+/// `BPF_PROG_TYPE_RAW_TRACEPOINT`: a program at a tracepoint, its arguments untyped
+/// (`BPF_RAW_TRACEPOINT_OPEN`), or run by `BPF_PROG_TEST_RUN`.
 pub const PROG_RAW_TRACEPOINT: u32 = 17;
 /// `BPF_PROG_TYPE_TRACING`: a program at a kernel function's entry or exit (a BPF
 /// trampoline), the function named by its BTF id at load.
@@ -441,15 +440,6 @@ pub fn attach_raw(prog: BorrowedFd<'_>, tracepoint: Option<&CStr>) -> Result<Own
     let fd = unsafe { bpf(BPF_RAW_TRACEPOINT_OPEN, &mut attr) }?;
     // SAFETY: the kernel just returned `fd` as a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
-/// `PERF_EVENT_IOC_SET_BPF`: `prog` (a [`PROG_PERF_EVENT`] program) runs at each overflow of
-/// the perf event `event`.
-///
-/// # Errors
-/// EINVAL for a program of another type, EEXIST where the event has one already.
-pub fn attach_to_perf_event(event: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> Result<(), Errno> {
-    super::perf::ioctl_int(event, super::perf::IOC_SET_BPF, prog.as_raw_fd() as u64)
 }
 
 /// `BPF_MAP_UPDATE_ELEM` of a `BPF_MAP_TYPE_PERF_EVENT_ARRAY`: slot `index` holds the perf

@@ -1,5 +1,5 @@
 //! `--for-each-cgroup ... --bpf-counters` (perf's `-b`): every cgroup's events counted by
-//! one BPF program at each cgroup switch instead of one perf event per event, CPU and
+//! one BPF program at each context switch instead of one perf event per event, CPU and
 //! cgroup (the backend's cgroup counter in its BPF mode), then printed as `--for-each-cgroup` prints.
 
 use counterhal_hal::BackendExt;
@@ -77,7 +77,7 @@ impl Counting for ByCgroup {
 ///
 /// # Errors
 /// Exit 1 where the BPF mode cannot count here (the backend cannot count per cgroup, no CAP_BPF and
-/// CAP_PERFMON, a kernel before 5.13, a cgroup outside the cgroup2 mount), naming why; else
+/// CAP_PERFMON, a kernel before 5.10, a cgroup outside the cgroup2 mount), naming why; else
 /// as [`run_and_read`].
 pub fn run<B: Backend>(
     backend: &B,

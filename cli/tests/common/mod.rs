@@ -312,7 +312,7 @@ pub fn has_core_pmu() -> bool {
 /// The prefix that runs a workload on CPU 0 alone (`taskset -c 0`, util-linux), for the tests
 /// that compare the BPF mode's per-cgroup counts exactly with perf's.
 ///
-/// Why: the BPF mode (as perf's `--bpf-counters`) counts from one cgroup switch to the next
+/// Why: the BPF mode (as perf's `--bpf-counters`) counts from one context switch to the next
 /// on each CPU, and needs every switch. On this project's VMs (Firecracker, Linux
 /// 6.18.44-fc) a switch away from a secondary CPU's idle task reaches neither perf events
 /// nor tracepoints: with ftrace's `sched_switch` on, CPU 1 shows 25 switches to `swapper/1`
@@ -321,7 +321,7 @@ pub fn has_core_pmu() -> bool {
 /// sleeping three times on CPU 1 was given 0.6 s and 43 context switches where perf counted
 /// 3 ms and 10, and the same task on CPU 0 was counted as perf counts it. The per-cgroup
 /// perf events (perf's `-G`) are switched at the same place and were exact there
-/// (docs/serve.md, "The BPF mode needs every cgroup switch").
+/// (docs/serve.md, "The BPF mode needs every context switch").
 pub const ON_CPU_0: [&str; 3] = ["taskset", "-c", "0"];
 
 /// Held by each test that compares per-cgroup counts of work it runs on CPU 0 across the BPF
