@@ -19,9 +19,9 @@ use super::budget::{self, Budget};
 use super::discovery::Watch;
 use super::events::{Exported, Plan, Refused};
 use super::health::Health;
-use super::kubernetes::{Kubelet, Pod};
 use super::per_cgroup::Cgroups;
-use super::slurm::{Job, Slurmstepd};
+use crate::labels::kubernetes::{Kubelet, Pod};
+use crate::labels::slurm::{Job, Slurmstepd};
 
 /// Where the counts are kept: a CPU, and the cgroup counted there (`None`: everything).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -12,9 +12,8 @@
 //! The walk looks only in the directories below which a pattern could match ([`reach`]),
 //! [`counterhal::cgroups::LEVELS`] levels down unless `--cgroup-depth` says otherwise, and
 //! never past `PATH_MAX`; a cgroup's label is its path, escaped where it is not UTF-8
-//! ([`label`]).
+//! ([`crate::labels::cgroup`]).
 
-mod label;
 mod reach;
 
 use std::collections::{HashMap, HashSet};
@@ -107,7 +106,7 @@ impl Tree {
         #[cfg(target_os = "linux")]
         let mut watching = watch.is_some();
         let walk = counterhal::cgroups::walk(root, levels, &mut |_path, name| {
-            if !look_in(&label::text(name)) {
+            if !look_in(&crate::labels::cgroup::text(name)) {
                 return false;
             }
             #[cfg(target_os = "linux")]
@@ -121,7 +120,7 @@ impl Tree {
             self.watch = watch.filter(|_| watching);
         }
         let found = walk.names.iter().filter_map(|name| {
-            let text = label::text(name);
+            let text = crate::labels::cgroup::text(name);
             matches(&text).then(|| (format!("/{text}"), root.join(name)))
         });
         self.last = Some((root.to_path_buf(), levels, found.collect()));

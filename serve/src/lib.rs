@@ -4,63 +4,47 @@
 //! where the kernel may multiplex them), in Prometheus' text format 0.0.4 or OpenMetrics 1.0
 //! as the scraper's `Accept` header asks.
 //!
-//! The rooms: [`events`] (what each name is: its family, unit, PMU and CPUs), [`counting`]
-//! (the sets per CPU and cgroup, read without allocating), [`discovery`] (the cgroups and
-//! CPUs followed between scrapes), [`exposition`] (the two text formats), [`health`] (the
-//! exporter's own counters), [`process`] (its process's figures, the `process_*` families),
-//! [`log`] (its log on standard error, in logfmt).
-//!
-//! The HTTP server is three layers, as exporter-toolkit wraps a handler, with a
-//! [`message::Request`] in and a [`message::Response`] out between them ([`message`]): the
-//! transport, [`transport`] (connections accepted and bounded) with [`table`] (what the
-//! connections share), [`connection`] (one connection: heads read, answers written within
-//! their deadlines), [`listen`] (`--listen`'s forms) and [`tls`]; the [`layer`] (the rate
-//! limit and users, the methods and bodies taken, [`gzip`] for the scrapers that ask, the
-//! response headers), configured by [`web`] (`--web.config.file`: TLS, users, headers and
-//! rate limit, in Prometheus' exporter-toolkit's format) with [`users`] (its users' bcrypt
-//! hashes and the passwords verified); and the handler, [`scrape`] (`/metrics` rendered
-//! under the counters' lock, and `/`). Then [`budget`] (the descriptors the counters may
-//! hold), [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`signals`] (`SIGHUP`
-//! reloads, `SIGTERM` drains) and [`sys`] (their system calls).
+//! Two parts, apart: [`http`], the transport, TLS, authentication and HTTP (it knows no
+//! counter, cgroup or label), and the domain, what is counted and labelled, whose handler,
+//! [`scrape`] (`/metrics` rendered under the counters' lock, and `/`), is the one thing the
+//! server is given. The domain's rooms: [`events`] (what each name is: its family, unit, PMU
+//! and CPUs), [`counting`] (the sets per CPU and cgroup, read without allocating),
+//! [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`discovery`] (the cgroups and
+//! CPUs followed), [`labels`] (where a cgroup's labels come from: its path, the kubelet's and
+//! slurmstepd's layouts), [`exposition`] (the two text formats) with [`text_format`],
+//! [`mod@rules`] (the metrics as recording rules), [`budget`] (the descriptors the counters may
+//! hold), [`health`] (the exporter's own counters, which the server counts in too),
+//! [`process`] (its process's figures, the `process_*` families), [`log`] (its log on standard
+//! error, in logfmt), [`signals`] (`SIGHUP` reloads, `SIGTERM` drains) and [`sys`] (their
+//! system calls).
 //!
 //! The crate's face is the command's entry: [`ServeArgs`], [`run`], [`rules()`] and
 //! [`Failure`] (and [`CgroupModeArg`] and [`TimesArg`], `--cgroup-mode`'s and `--times`'s
 //! values); `counterhal serve` flattens
 //! its database options beside [`ServeArgs`] and hands [`run`] the [`Context`] they make.
-//! Beside it, [`http`] holds the server's layers, for their tests and for another handler.
+//! Beside it, [`http`] is public, for its tests and for another handler or transport.
 #![deny(unsafe_code)]
 // The rooms above are private modules, named for the crate's readers (its documentation is
 // built with `--document-private-items`).
 #![allow(rustdoc::private_intra_doc_links)]
 
 mod budget;
-mod connection;
 mod counting;
 mod discovery;
 mod events;
 mod exposition;
-mod gzip;
 mod health;
-mod kubernetes;
-mod layer;
-mod listen;
+pub mod http;
+mod labels;
 mod log;
-mod message;
 mod per_cgroup;
 mod process;
 mod rules;
 mod scrape;
 mod signals;
-mod slurm;
 #[allow(unsafe_code)] // the exporter's system calls (see its `# Safety` note)
 mod sys;
-mod table;
 mod text_format;
-mod tls;
-mod transport;
-mod users;
-mod web;
-mod yaml;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -71,22 +55,6 @@ use clap::Args;
 use counterhal::{Context, Error};
 pub use events::TimesArg;
 pub use per_cgroup::CgroupModeArg;
-
-/// The exporter's HTTP server in three layers, as exporter-toolkit's `web.ListenAndServe`
-/// wraps a Go `http.Handler`: the transport ([`Server`](http::Server): the listener, TLS, the
-/// bound on connections, the header and write timeouts), which reads each [`Request`](
-/// http::Request) and writes its [`Response`](http::Response); the [`Layer`](http::Layer)
-/// (the web configuration's rate limit and users, the methods and bodies taken, gzip, the
-/// response headers); and a [`Handler`](http::Handler) that knows nothing of either (the
-/// exporter's is its scrape). Public so that each layer is tested on its own (serve's
-/// `tests/`) and another handler can be served the same way.
-pub mod http {
-    pub use crate::health::Health;
-    pub use crate::layer::Layer;
-    pub use crate::message::{Handler, Header, Request, Response};
-    pub use crate::transport::{Limits, Server};
-    pub use crate::web::{WebConfig, WebConfigFile};
-}
 
 /// The port `--listen` takes by default: outside Prometheus' exporter range 9100-9999 (every
 /// port of it allocated to an exporter since 2023, per Prometheus' "Default port
@@ -141,8 +109,8 @@ pub struct ServeArgs {
     /// loopback by default; port 0 takes a free one, and the address served is printed on
     /// standard error.
     #[allow(rustdoc::broken_intra_doc_links)] // `[IPv6]:PORT` is the help's text, not a link
-    #[arg(long = "listen", value_name = "ADDR:PORT", default_value_t = listen::Listen::At(SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))), value_parser = listen::parse)]
-    pub listen: listen::Listen,
+    #[arg(long = "listen", value_name = "ADDR:PORT", default_value_t = http::listen::Listen::At(SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))), value_parser = http::listen::parse)]
+    pub listen: http::listen::Listen,
     /// Events to count, as stat takes them (default: task-clock, context-switches,
     /// cpu-migrations, page-faults, cycles, instructions; those that do not open here are
     /// reported, not counted).
@@ -271,10 +239,10 @@ impl Failure {
 }
 
 /// A PromQL range duration (`30s`, `1m`, `1h30m`): a Prometheus duration from 1ms to
-/// [`web::LONGEST`], as PromQL's parser takes a range (`0`, `0s` and longer ones refused).
+/// [`http::web::LONGEST`], as PromQL's parser takes a range (`0`, `0s` and longer ones refused).
 fn promql_duration(text: &str) -> Result<String, String> {
-    let range = format!("a rate() window is from 1ms to {}", web::LONGEST);
-    match web::duration(text) {
+    let range = format!("a rate() window is from 1ms to {}", http::web::LONGEST);
+    match http::web::duration(text) {
         Ok(window) if text != "0" && !window.is_zero() => Ok(text.to_string()),
         Ok(_) => Err(format!("`{text}` is no time: {range}")),
         Err(e) => Err(format!("{e}; {range}")),
@@ -292,12 +260,12 @@ fn cpu_list(text: &str) -> Result<counterhal::CpuList, String> {
 
 /// A Slurm `CgroupSlice` (`system.slice`).
 fn slurm_slice(text: &str) -> Result<String, String> {
-    slurm::Slurmstepd::new(text).map(|_| text.to_string())
+    labels::slurm::Slurmstepd::new(text).map(|_| text.to_string())
 }
 
 /// A kubelet `--cgroup-root` (`/`, `/kubelet`).
 fn kubelet_root(text: &str) -> Result<String, String> {
-    kubernetes::Kubelet::new(text).map(|_| text.to_string())
+    labels::kubernetes::Kubelet::new(text).map(|_| text.to_string())
 }
 
 /// A duration in seconds between 0.01 and 300.
@@ -398,7 +366,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let web = args
         .web_config
         .as_deref()
-        .map(web::WebConfigFile::open)
+        .map(http::web::WebConfigFile::open)
         .transpose()
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
     let backend = choose(context)?;
@@ -461,9 +429,9 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     exporter.times = args.times;
     exporter.cpus = args.cpus.clone();
     exporter.system = system;
-    exporter.kubelet = kubernetes::Kubelet::new(&args.kubelet_cgroup_root)
+    exporter.kubelet = labels::kubernetes::Kubelet::new(&args.kubelet_cgroup_root)
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
-    exporter.slurm = slurm::Slurmstepd::new(&args.slurm_cgroup_slice)
+    exporter.slurm = labels::slurm::Slurmstepd::new(&args.slurm_cgroup_slice)
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
     let listener = args.listen.bind().map_err(|e| {
         Failure::failed(Error::invalid_input(format!(
@@ -474,7 +442,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let bound = listener
         .local_addr()
         .map_err(|e| Failure::failed(Error::invalid_input(format!("no local address: {e}"))))?;
-    let scheme = match web.as_ref().map(web::WebConfigFile::current) {
+    let scheme = match web.as_ref().map(http::web::WebConfigFile::current) {
         Some(config) if config.tls.is_some() => "https",
         _ => "http",
     };
@@ -503,13 +471,13 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
         ];
         log::warn("not counted here", &fields);
     }
-    let limits = table::Limits::new(
+    let limits = http::table::Limits::new(
         args.max_connections as usize,
         args.header_timeout,
         args.write_timeout,
     );
-    let layer = layer::Layer::new(scrape::Scrape::new(exporter, Arc::clone(&health)), web);
-    let server = transport::Server::new(listener, limits, layer, health);
+    let layer = http::layer::Layer::new(scrape::Scrape::new(exporter, Arc::clone(&health)), web);
+    let server = http::transport::Server::new(listener, limits, layer, health);
     signals::take(server.shared());
     server.serve();
     Ok(ExitCode::SUCCESS)

@@ -10,8 +10,8 @@ use std::time::Instant;
 use super::counting::Exporter;
 use super::exposition;
 use super::health::Health;
-use super::message::{Handler, Request, Response};
 use super::text_format::Format;
+use crate::http::message::{Handler, Request, Response};
 
 /// The exporter's routes over its counters.
 pub struct Scrape {

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use super::sys;
-use super::table::{Shared, Slot};
+use crate::http::table::{Shared, Slot};
 
 /// Blocks the signals taken here in this thread and every thread started after it (call it
 /// before any other thread starts).

@@ -18,11 +18,11 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use super::connection;
-use super::health::{Closed, Health};
 use super::layer::Layer;
-use super::sys;
 pub use super::table::Limits;
 use super::table::{Shared, Slot, Table};
+use crate::health::{Closed, Health};
+use crate::sys;
 
 /// The stack of a connection's thread: the head buffer, the parser's headers, and reading
 /// and writing the counters (found enough by the bad-client tests with room to spare).

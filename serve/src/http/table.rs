@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::health::Health;
 use super::layer::Layer;
+use crate::health::Health;
 
 /// The bounds on clients.
 #[derive(Clone, Copy, Debug)]

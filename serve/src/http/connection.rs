@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
-use super::health::Closed;
 use super::message::{Header, Request, Response, reason};
 use super::table::Shared;
 use super::web::WebConfig;
+use crate::health::Closed;
 
 /// A connection: a TCP stream, or TLS over one.
 pub trait Conn: Read + Write {

@@ -11,7 +11,7 @@ use std::path::Path;
 /// before such an escape, or before `X` and two upper-case hexadecimal digits, are doubled:
 /// so two paths never share a text, and systemd's own escapes (`\x2d`, a lower-case `x`) stay
 /// as they are.
-pub(super) fn text(name: &Path) -> Cow<'_, str> {
+pub(crate) fn text(name: &Path) -> Cow<'_, str> {
     use std::os::unix::ffi::OsStrExt;
     let bytes = name.as_os_str().as_bytes();
     if let Ok(text) = std::str::from_utf8(bytes)
