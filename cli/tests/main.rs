@@ -34,6 +34,7 @@ mod serve_budget;
 mod serve_costs;
 #[cfg(feature = "serve")]
 mod serve_examples;
+mod serve_follow;
 #[cfg(feature = "serve")]
 mod serve_hostile;
 #[cfg(feature = "serve")]

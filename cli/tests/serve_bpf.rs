@@ -356,7 +356,7 @@ fn the_bpf_mode_counts_each_level_as_perf_events_and_perf_do() {
 
 /// perf's CSV (`-x,`) of `perf stat -a -e EVENTS --for-each-cgroup NAMES` counting [`WORK`]
 /// on CPU 0, released into `leaf`.
-fn perf_for_each_cgroup(events: &str, names: &[String], leaf: &Path) -> String {
+pub fn perf_for_each_cgroup(events: &str, names: &[String], leaf: &Path) -> String {
     let perf_out = counterhal_conformance::fixtures::temp_dir()
         .join(format!("counterhal-serve-bpf-{}", std::process::id()));
     let mut perf = Command::new("perf")

@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use counterhal::{AnyGroup, Chosen, CpuList, EventSet, Group, OpenOptions, Reading};
 use counterhal_hal::BackendTarget;
@@ -80,7 +81,15 @@ enum Source {
     Set(Box<EventSet<AnyGroup>>),
     /// The cgroups' counter: the `followed`th cgroup it follows, on its `cpu`th CPU.
     Counter { followed: usize, cpu: usize },
+    /// A cgroup removed `since` then: its last counts, kept until a scrape has exported them
+    /// (`seen`) and [`LINGER`] has passed, so that what ran since the scrape before is not
+    /// lost (a short job's whole count).
+    Departed { since: Instant, seen: bool },
 }
+
+/// The least time a removed cgroup's last counts stay exported: beside the scrape that
+/// first sees them, another Prometheus of an HA pair (scraping as often) sees them too.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The exporter's state: the backend, the events, the places, and what it follows.
 pub struct Exporter {
@@ -198,6 +207,10 @@ impl Exporter {
     /// done: a scrape of a node whose pods stay put costs no look at the places.
     pub fn follow_on(&mut self, online: &counterhal::CpuList, health: &Health) {
         let cgroups = self.watch.discover(health);
+        self.places.retain(|place| match place.source {
+            Source::Departed { since, seen } => !seen || since.elapsed() < LINGER,
+            _ => true,
+        });
         if let Some((cpus, followed)) = &self.settled
             && cpus == online
             && *followed == cgroups
@@ -229,11 +242,15 @@ impl Exporter {
             }
         }
         let wanted: HashSet<&str> = cgroups.iter().map(|c| &**c).collect();
+        self.depart(&wanted);
         let before = self.places.len();
-        self.places.retain(|place| match &place.at.cgroup {
-            None => online.contains(place.at.cpu),
-            Some(cgroup) => wanted.contains(&**cgroup),
-        });
+        self.places
+            .retain(|place| match (&place.at.cgroup, &place.source) {
+                (None, _) => online.contains(place.at.cpu),
+                // A cgroup made again under the path of one removed is a new one, from zero.
+                (Some(cgroup), Source::Departed { .. }) => !wanted.contains(&**cgroup),
+                (Some(cgroup), _) => wanted.contains(&**cgroup),
+            });
         let mut changed = self.places.len() != before;
         let directories: HashSet<PathBuf> =
             cgroups.iter().map(|c| self.watch.directory(c)).collect();
@@ -314,6 +331,38 @@ impl Exporter {
         }
     }
 
+    /// Keeps the last counts of the cgroups followed and no longer `wanted` (removed, or no
+    /// longer matched): the counter is read once more and their places keep what it gave,
+    /// until a scrape has exported them (their counters are let go after).
+    fn depart(&mut self, wanted: &HashSet<&str>) {
+        let Some(counter) = &mut self.cgroups else {
+            return;
+        };
+        let leaving = |place: &Place| {
+            matches!(place.source, Source::Counter { .. })
+                && place
+                    .at
+                    .cgroup
+                    .as_ref()
+                    .is_some_and(|cgroup| !wanted.contains(&**cgroup))
+        };
+        if !self.places.iter().any(leaving) {
+            return;
+        }
+        let read = counter.read().is_ok();
+        let since = Instant::now();
+        for place in self.places.iter_mut().filter(|place| leaving(place)) {
+            if let Source::Counter { followed, cpu } = place.source {
+                let readings = counter.per_cpu(followed, cpu);
+                place.read = read && readings.len() == place.readings.len();
+                if place.read {
+                    place.readings.copy_from_slice(readings);
+                }
+            }
+            place.source = Source::Departed { since, seen: false };
+        }
+    }
+
     /// Says on standard error when the number of cgroups matched but too deep to follow
     /// changes, and keeps it in `health`.
     fn said_too_deep(&mut self, too_deep: usize, health: &Health) {
@@ -345,7 +394,7 @@ impl Exporter {
             (Source::Counter { .. }, Some(c)) => {
                 budget::per_cgroup(c.costs_descriptors(), place.columns.len(), 1)
             }
-            (Source::Counter { .. }, None) => 0,
+            (Source::Counter { .. }, None) | (Source::Departed { .. }, _) => 0,
         }
     }
 
@@ -474,6 +523,12 @@ impl Exporter {
     /// program on each CPU and a lookup per cgroup); each cgroup's places take its readings.
     pub fn read_all(&mut self, health: &Health) {
         self.follow(health);
+        // The removed cgroups' last counts: this scrape exports them.
+        for place in &mut self.places {
+            if let Source::Departed { seen, .. } = &mut place.source {
+                *seen = true;
+            }
+        }
         for place in &mut self.places {
             if let Source::Set(set) = &mut place.source {
                 place.read = match set.read(&mut place.readings) {

@@ -62,16 +62,21 @@ type Found = (String, PathBuf);
 
 /// The cgroups below the mount that matched at the last walk, walked again only when a
 /// directory was made, removed or renamed in one of the directories walked (inotify, on
-/// Linux: a walk reads every cgroup's directory, 4.9 ms a scrape with 1,000 cgroups, and
-/// Prometheus asks every 15 s or so for what changes far more rarely), and at every scrape
-/// where the directories cannot all be watched (`fs.inotify.max_user_watches`).
+/// Linux: a walk reads every cgroup's directory, 4.9 ms with 1,000 cgroups, and cgroups
+/// change far more rarely than that), and at every look where the directories cannot all be
+/// watched (`fs.inotify.max_user_watches`). The follower (`crate::follower`) waits on the
+/// same watch, so that a cgroup made is followed when it appears, not at the next scrape.
 #[derive(Debug, Default)]
 struct Tree {
     /// The last walk's root and depth, and the cgroups that matched.
     last: Option<(PathBuf, usize, Vec<Found>)>,
-    /// The directories of the last walk, watched; `None` where one could not be.
+    /// Every directory walked, watched (one instance for the exporter's life: the kernel
+    /// drops a removed directory's watch itself); `None` where none could be made.
     #[cfg(target_os = "linux")]
-    watch: Option<crate::sys::DirectoryWatch>,
+    watch: Option<Arc<crate::sys::DirectoryWatch>>,
+    /// Whether every directory of the last walk is watched (else each look walks again).
+    #[cfg(target_os = "linux")]
+    watching: bool,
     /// The walks made.
     walks: u64,
     /// Whether the last walk stopped short of directories at its bounds (said on standard
@@ -94,7 +99,7 @@ impl Tree {
         matches: impl Fn(&str) -> bool,
     ) -> bool {
         #[cfg(target_os = "linux")]
-        let unchanged = self.watch.as_ref().is_some_and(|w| !w.changed());
+        let unchanged = self.watching && self.watch.as_ref().is_some_and(|w| !w.changed());
         #[cfg(not(target_os = "linux"))]
         let unchanged = false;
         let same = matches!(&self.last, Some((r, l, _)) if r == root && *l == levels);
@@ -102,7 +107,11 @@ impl Tree {
             return false;
         }
         #[cfg(target_os = "linux")]
-        let watch = crate::sys::DirectoryWatch::new();
+        if self.watch.is_none() {
+            self.watch = crate::sys::DirectoryWatch::new().map(Arc::new);
+        }
+        #[cfg(target_os = "linux")]
+        let watch = self.watch.clone();
         #[cfg(target_os = "linux")]
         let mut watching = watch.is_some();
         let walk = counterhal::cgroups::walk(root, levels, &mut |_path, name| {
@@ -117,7 +126,7 @@ impl Tree {
         });
         #[cfg(target_os = "linux")]
         {
-            self.watch = watch.filter(|_| watching);
+            self.watching = watching;
         }
         let found = walk.names.iter().filter_map(|name| {
             let text = crate::labels::cgroup::text(name);
@@ -195,6 +204,13 @@ impl Watch {
     /// Whether any cgroup is followed (`--cgroups` or `--cgroup-depth` given).
     pub fn follows(&self) -> bool {
         self.root.is_some()
+    }
+
+    /// The watch of the directories walked, which reports a cgroup made or removed there;
+    /// `None` before the first look, without `--cgroups`, or where none could be made.
+    #[cfg(target_os = "linux")]
+    pub fn watched(&self) -> Option<Arc<crate::sys::DirectoryWatch>> {
+        self.tree.watch.clone()
     }
 
     /// Looks for the cgroups below `root` (the cgroup v2 mount the BPF mode counts in,

@@ -10,7 +10,7 @@
 //! server is given. The domain's rooms: [`events`] (what each name is: its family, unit, PMU
 //! and CPUs), [`counting`] (the sets per CPU and cgroup, read without allocating),
 //! [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`discovery`] (the cgroups and
-//! CPUs followed), [`labels`] (where a cgroup's labels come from: its path, the kubelet's and
+//! CPUs followed) with `follower` (a thread following them as they come and go), [`labels`] (where a cgroup's labels come from: its path, the kubelet's and
 //! slurmstepd's layouts), [`exposition`] (the two text formats) with [`text_format`],
 //! [`mod@rules`] (the metrics as recording rules), [`budget`] (the descriptors the counters may
 //! hold), [`health`] (the exporter's own counters, which the server counts in too),
@@ -33,6 +33,8 @@ mod counting;
 mod discovery;
 mod events;
 mod exposition;
+#[cfg(target_os = "linux")]
+mod follower;
 mod health;
 pub mod http;
 mod labels;
@@ -476,6 +478,9 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
         args.header_timeout,
         args.write_timeout,
     );
+    let exporter = Arc::new(std::sync::Mutex::new(exporter));
+    #[cfg(target_os = "linux")]
+    follower::start(Arc::clone(&exporter), Arc::clone(&health));
     let layer = http::layer::Layer::new(scrape::Scrape::new(exporter, Arc::clone(&health)), web);
     let server = http::transport::Server::new(listener, limits, layer, health);
     signals::take(server.shared());

@@ -15,8 +15,8 @@ use crate::http::message::{Handler, Request, Response};
 
 /// The exporter's routes over its counters.
 pub struct Scrape {
-    /// The counters, one scrape at a time.
-    exporter: Mutex<Exporter>,
+    /// The counters, one scrape (or one look of the follower) at a time.
+    exporter: Arc<Mutex<Exporter>>,
     /// The exporter's health, exported beside the counts.
     health: Arc<Health>,
     /// The size of the last scrape (the next one's buffer starts at it).
@@ -25,9 +25,9 @@ pub struct Scrape {
 
 impl Scrape {
     /// The routes over `exporter`, with its `health`.
-    pub fn new(exporter: Exporter, health: Arc<Health>) -> Scrape {
+    pub fn new(exporter: Arc<Mutex<Exporter>>, health: Arc<Health>) -> Scrape {
         Scrape {
-            exporter: Mutex::new(exporter),
+            exporter,
             health,
             last_size: AtomicUsize::new(4096),
         }

@@ -248,6 +248,21 @@ impl DirectoryWatch {
         )
     }
 
+    /// Waits until something is reported (a directory made, removed or renamed in one
+    /// watched, or the queue overflowed), at most `timeout`: whether something was. The
+    /// events stay queued for [`changed`](DirectoryWatch::changed).
+    pub fn wait(&self, timeout: std::time::Duration) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut ready = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: `ready` is one live pollfd for the call; the descriptor is this instance's.
+        unsafe { libc::poll(&mut ready, 1, millis) > 0 }
+    }
+
     /// Whether anything was reported since the last call (the events read and dropped; a
     /// queue that overflowed reports too).
     pub fn changed(&self) -> bool {
