@@ -4,9 +4,12 @@ bare ``os.read()`` of the same group's leader descriptor, the kernel's group rec
 
     python python/benches/read.py [READS] [ROUNDS]
 
-Each round times READS reads of each, in turn; the best round of each is taken (the least
-disturbed by the machine's other work), and the ratio printed. The descriptor is found as
-the file of this process that the group's open added, a ``perf_event`` anonymous inode.
+Each round times READS reads of each, one after the other (which goes first alternates),
+and takes their ratio; the figure is the median of the rounds' ratios, so that a busy
+stretch of the machine, which slows both of a round alike, does not move it. A control
+times the bare read against itself the same way. The best round of each is printed too.
+The descriptor is found as the file of this process that the group's open added, a
+``perf_event`` anonymous inode.
 """
 
 from __future__ import annotations
@@ -50,9 +53,14 @@ def bare_reads_ns(descriptor: int, size: int, reads: int) -> float:
     return (time.perf_counter_ns() - start) / reads
 
 
+def median(values: list) -> float:
+    """The middle of ``values`` (an odd count)."""
+    return sorted(values)[len(values) // 2]
+
+
 def main() -> int:
-    reads = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 15
+    reads = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 301
     before = perf_descriptors()
     group = counterhal.Group(EVENTS)
     leader = min(perf_descriptors() - before)
@@ -60,16 +68,24 @@ def main() -> int:
     record = len(os.read(leader, 4096))
     # The record of 4 events with their ids: nr, enabled, running, then value and id each.
     assert record == 8 * (3 + 2 * 4), record
+    ratios, controls = [], []
     best_ours = best_bare = float("inf")
-    # In turn, round by round, so that a busy stretch of the machine falls on both.
-    for _ in range(rounds):
-        best_ours = min(best_ours, group_reads_ns(group, reads))
-        best_bare = min(best_bare, bare_reads_ns(leader, record, reads))
+    for turn in range(rounds):
+        if turn % 2:
+            ours = group_reads_ns(group, reads)
+            bare = bare_reads_ns(leader, record, reads)
+        else:
+            bare = bare_reads_ns(leader, record, reads)
+            ours = group_reads_ns(group, reads)
+        again = bare_reads_ns(leader, record, reads)
+        ratios.append(ours / bare)
+        controls.append(again / bare)
+        best_ours, best_bare = min(best_ours, ours), min(best_bare, bare)
     group.close()
-    ratio = best_ours / best_bare
-    print(f"Group.read() of {EVENTS}: {best_ours:.0f} ns")
-    print(f"os.read() of its leader ({record} bytes): {best_bare:.0f} ns")
-    print(f"ratio: {ratio:.3f}")
+    print(f"Group.read() of {EVENTS}: {best_ours:.0f} ns (best round)")
+    print(f"os.read() of its leader ({record} bytes): {best_bare:.0f} ns (best round)")
+    print(f"control (os.read() against itself): {median(controls):.3f}")
+    print(f"ratio: {median(ratios):.3f}")
     return 0
 
 
