@@ -292,3 +292,59 @@ def test_an_unprivileged_user_counts_user_space_with_the_note():
     assert theirs.returncode == 0, theirs.stderr
     # The command names the events as it counts them (`task-clock:u`), the library as asked.
     assert note in theirs.stderr.replace(":u", ""), theirs.stderr
+
+
+CGROUP_WORK = """
+import mmap, os, sys
+with open(sys.argv[1], "w") as procs:
+    procs.write(str(os.getpid()))
+memory = mmap.mmap(-1, 2000 * 4096)
+memory.madvise(mmap.MADV_NOHUGEPAGE)
+for at in range(0, 2000 * 4096, 4096):
+    memory[at] = 1
+"""
+
+
+def cgroup2_mount():
+    """The last cgroup2 mount, where perf finds cgroups by name when no v1 hierarchy has the
+    perf_event controller (as counterhal::cgroups::root reads /proc/self/mountinfo)."""
+    with open("/proc/self/mountinfo") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if "perf_event" in line and " - cgroup " in line:
+                return fields[4]
+    found = None
+    with open("/proc/self/mountinfo") as mounts:
+        for line in mounts:
+            if " - cgroup2 " in line:
+                found = line.split()[4]
+    return found
+
+
+def test_a_cgroup_is_counted_only_while_its_tasks_run(tmp_path, python_script):
+    """A cgroup target counts what the cgroup's tasks run, on every CPU, and nothing of
+    this process's. Oracle: the work (2,000 fresh pages touched by a process in the cgroup,
+    3,000 by this one outside it)."""
+    if os.geteuid() != 0:
+        skip("privilege", "making cgroups and counting whole CPUs takes root")
+    mount = cgroup2_mount()
+    if mount is None:
+        skip("system", "no cgroup mount to count in")
+    name = f"counterhal-python-{os.getpid()}"
+    directory = os.path.join(mount, name)
+    os.mkdir(directory)
+    try:
+        assert counterhal.cgroup(name) == counterhal.cgroup(directory)
+        try:
+            group = counterhal.Group("page-faults", counterhal.cgroup(name))
+        except counterhal.Error as error:
+            skip("system", f"this kernel does not count by cgroup here: {error}")
+        command = python_script(CGROUP_WORK)
+        with group:
+            child = subprocess.Popen([*command, os.path.join(directory, "cgroup.procs")])
+            touch(fresh_pages(3000), 3000)
+            assert child.wait() == 0
+        faults = group.read()["page-faults"].value
+        assert 2000 <= faults < 2500, faults
+    finally:
+        os.rmdir(directory)
