@@ -63,9 +63,11 @@ fn run(command: &mut Command) -> Output {
     output
 }
 
-/// A folder of this test run's own, emptied first.
+/// A folder of these tests' own beside their binary (`target/debug/python-tests/NAME`),
+/// emptied first, so that no run leaves a wheel or an environment in the temporary folder.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("counterhal-python-{}-{name}", std::process::id()));
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().join("../python-tests").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
