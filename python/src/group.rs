@@ -145,6 +145,17 @@ impl Group {
     }
 }
 
+/// A group dropped open (collected without `close()`) closes its counters with the
+/// interpreter lock released, as `close()` does; nothing else can reach it by then.
+impl Drop for Group {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let State::Open(set) = std::mem::replace(state, State::Closed(None)) {
+            Python::attach(|py| py.detach(move || drop(set)));
+        }
+    }
+}
+
 #[pymethods]
 impl Group {
     /// Opens `events` (`"page-faults,task-clock"`, or a sequence of names) on `target` (a

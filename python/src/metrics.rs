@@ -120,6 +120,16 @@ fn by_name<'py>(py: Python<'py>, values: Vec<MetricValue>) -> PyResult<Bound<'py
     Ok(dict)
 }
 
+/// A metric set dropped open closes its counters with the interpreter lock released.
+impl Drop for Metrics {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let State::Open(set) = std::mem::replace(state, State::Closed(None)) {
+            Python::attach(|py| py.detach(move || drop(set)));
+        }
+    }
+}
+
 #[pymethods]
 impl Metrics {
     /// Opens the metrics or metric groups `names` (`"IPC"`, `"TopdownL1"`; perf's names, the

@@ -145,8 +145,14 @@ os.waitpid(pid, 0)
 # Many groups opened and dropped: descriptors are released.
 for _ in range(3000):
     counterhal.Group("task-clock")
-# Deleting while counting, garbage collected.
+# Deleting while counting, garbage collected; a group in a cycle; groups and metrics left
+# open, in a thread too, for the interpreter's end to collect.
 g = counterhal.Group("page-faults"); g.start(); del g
+cycle = [counterhal.Group("task-clock")]; cycle.append(cycle); del cycle
+import gc; gc.collect()
+kept = counterhal.Group("task-clock"); kept.start()
+cycle = [counterhal.Metrics("page_faults_per_second")]; cycle.append(cycle)
+threading.Thread(target=lambda: counterhal.Group("task-clock").start(), daemon=True).start()
 print("alive")
 """
 
