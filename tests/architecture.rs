@@ -529,6 +529,7 @@ fn the_map_keeps_the_arrows_pointing_one_way() {
         "counterhal-cli",
         "counterhal-capi",
         "counterhal-papi",
+        "counterhal-python",
         "counterhal-gen",
     ];
     let mut broken = Vec::new();
@@ -587,10 +588,10 @@ fn the_map_keeps_the_arrows_pointing_one_way() {
 }
 
 /// Oracle: Cargo's metadata (the backend packages, by their `backend-*` folders) and the
-/// faces' own sources and manifests. The command, libpapi, the exporter and the C API reach a
-/// backend only through the facade (its capabilities, `counterhal::advanced`): no path of a
-/// backend crate in their sources, tests included, and no backend crate among their
-/// `[dependencies]`.
+/// faces' own sources and manifests. The command, libpapi, the exporter, the C API and the
+/// Python face reach a backend only through the facade (its capabilities,
+/// `counterhal::advanced`): no path of a backend crate in their sources, tests included, and
+/// no backend crate among their `[dependencies]`.
 #[test]
 fn the_faces_reach_a_backend_only_through_the_facade() {
     let workspace = workspace_packages();
@@ -601,7 +602,7 @@ fn the_faces_reach_a_backend_only_through_the_facade() {
         .map(|name| format!("{}::", name.replace('-', "_")))
         .collect();
     let mut found = Vec::new();
-    for face in ["cli", "papi", "serve", "capi"] {
+    for face in ["cli", "papi", "serve", "capi", "python"] {
         for file in rust_files(&root().join(face).join("src")) {
             let text = std::fs::read_to_string(&file).unwrap();
             for (number, line) in text.lines().enumerate() {
