@@ -43,6 +43,7 @@ mod serve_kubernetes;
 mod serve_logs;
 #[cfg(feature = "serve")]
 mod serve_ops;
+mod serve_podman;
 #[cfg(feature = "serve")]
 mod serve_prometheus;
 #[cfg(feature = "serve")]

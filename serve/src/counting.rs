@@ -429,7 +429,10 @@ impl Exporter {
             }
         }
         *held += holds;
-        let pod = self.kubelet.pod(cgroup);
+        let pod = self
+            .kubelet
+            .pod(cgroup)
+            .or_else(|| crate::labels::containers::outside_pod(cgroup));
         let job = self.slurm.job(cgroup);
         for (index, &cpu) in cpus.iter().enumerate() {
             let topology = self.topology(cpu);

@@ -24,25 +24,23 @@
 //! cgroupfs driver the bare ID (CRI-O's `crio-<ID>`); the ID is 64 hex digits. Anything
 //! below a container's cgroup is that container's.
 
-/// The Kubernetes labels of a pod's (or a container's) cgroup.
+/// The Kubernetes labels of a pod's (or a container's) cgroup; for a container outside
+/// Kubernetes (`super::containers`), its ID alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pod {
     /// The pod's UID in the API's form (`metadata.uid`, with `-`): kube-state-metrics'
-    /// `uid` label.
+    /// `uid` label; empty outside Kubernetes.
     pub uid: String,
     /// The container's ID (64 hex digits, without the API's `containerd://` prefix); empty
     /// for the pod's own cgroup.
     pub container_id: String,
     /// The pod's QoS class as its cgroup names it: `guaranteed`, `burstable` or
-    /// `besteffort`.
+    /// `besteffort`; empty outside Kubernetes.
     pub qos_class: &'static str,
 }
 
 /// The QoS classes below `kubepods` that have a level of their own.
 const QOS_LEVELS: [&str; 2] = ["burstable", "besteffort"];
-
-/// The runtimes' prefixes of a container's cgroup (containerd's CRI plugin, CRI-O, Docker).
-const RUNTIME_PREFIXES: [&str; 3] = ["cri-containerd-", "crio-", "docker-"];
 
 /// The longest `--kubelet-cgroup-root` taken (a cgroup path; Linux's `PATH_MAX`).
 const MAX_ROOT: usize = 4096;
@@ -180,13 +178,7 @@ fn uid(text: &str) -> Option<String> {
 /// The container ID that a pod's child cgroup `part` names (a runtime's scope or the bare
 /// ID), if it names one.
 fn container(part: &str) -> Option<String> {
-    let name = part.strip_suffix(".scope").unwrap_or(part);
-    let id = RUNTIME_PREFIXES
-        .iter()
-        .find_map(|prefix| name.strip_prefix(prefix))
-        .unwrap_or(name);
-    let is_id = id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
-    is_id.then(|| id.to_ascii_lowercase())
+    super::containers::id(part, true)
 }
 
 #[cfg(test)]

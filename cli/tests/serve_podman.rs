@@ -1,0 +1,192 @@
+//! Containers made by a real OCI runtime, not cgroups laid out by hand: Debian's podman with
+//! runc makes each container's cgroup and places its process there, as it does on a host
+//! (here `libpod_parent/libpod-<ID>` of the cgroup2 mount, its cgroupfs manager's, or
+//! `machine.slice/libpod-<ID>.scope` with systemd's). serve follows each container when its
+//! cgroup appears, labels it with podman's container ID, and counts it in both modes, a
+//! container that lives a second included, whose cgroup is gone before the next scrape.
+
+use std::process::{Command, Output, Stdio};
+
+use crate::common::*;
+use crate::serve_bpf::Served;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// The containers' cgroups, as podman's two cgroup managers name them.
+const PATTERN: &str = r"^(libpod_parent|machine\.slice)/libpod-[0-9a-f]{64}(\.scope)?$";
+
+/// A container image made for the test (from `tests/data/container_work.c`, built static,
+/// imported by `podman import`), removed when dropped.
+struct Image(String);
+
+impl Image {
+    /// The image, or why there is none.
+    fn make() -> Result<Image, (Need, String)> {
+        let dir = counterhal_conformance::fixtures::temp_dir()
+            .join(format!("counterhal-podman-{}", std::process::id()));
+        let root = dir.join("root");
+        std::fs::create_dir_all(&root).map_err(|e| (Need::System, e.to_string()))?;
+        let source = include_str!("data/container_work.c");
+        let Some(program) = compile_c(&dir, "work", source, &["-O2", "-static"]) else {
+            return Err((
+                Need::Tools,
+                "no static C library to build the container's work (apt-get install gcc \
+                 libc6-dev)"
+                    .into(),
+            ));
+        };
+        std::fs::copy(&program, root.join("work")).map_err(|e| (Need::System, e.to_string()))?;
+        let tar = dir.join("image.tar");
+        let packed = Command::new("tar")
+            .arg("-C")
+            .arg(&root)
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .status()
+            .map_err(|e| (Need::Tools, format!("tar: {e}")))?;
+        if !packed.success() {
+            return Err((Need::System, "tar could not pack the image".into()));
+        }
+        let name = format!("localhost/counterhal-test-work:{}", std::process::id());
+        let imported = Command::new("podman")
+            .args(["import", "--quiet", "--change", r#"ENTRYPOINT ["/work"]"#])
+            .arg(&tar)
+            .arg(&name)
+            .output()
+            .map_err(|e| (Need::System, format!("podman import: {e}")))?;
+        if !imported.status.success() {
+            return Err((
+                Need::System,
+                format!("podman import: {}", stderr(&imported)),
+            ));
+        }
+        Ok(Image(name))
+    }
+
+    /// `podman run --rm` of the image with runc, counting `args`: the container's ID (its
+    /// `--cidfile`) and what it printed (the page faults the kernel counted for its work).
+    fn run(&self, args: &[&str]) -> (String, Output) {
+        let cidfile = counterhal_conformance::fixtures::temp_dir().join(format!(
+            "counterhal-podman-cid-{}-{}",
+            std::process::id(),
+            args.join("-")
+        ));
+        std::fs::remove_file(&cidfile).ok();
+        let (files, tasks) = (limit("Max open files", 65536), limit("Max processes", 4096));
+        let out = Command::new("podman")
+            .args(["run", "--rm", "--runtime", "runc", "--network", "none"])
+            .arg(format!("--ulimit=nofile={files}:{files}"))
+            .arg(format!("--ulimit=nproc={tasks}:{tasks}"))
+            .arg("--cidfile")
+            .arg(&cidfile)
+            .arg(&self.0)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("podman runs");
+        let id = std::fs::read_to_string(&cidfile).unwrap_or_default();
+        std::fs::remove_file(&cidfile).ok();
+        (id.trim().to_string(), out)
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        Command::new("podman")
+            .args(["rmi", "--force", &self.0])
+            .output()
+            .ok();
+    }
+}
+
+/// This process's soft limit `name` (a line of /proc/self/limits), at most `most`: runc
+/// fails to raise a container's limit past its own hard one, and podman asks for more than
+/// these machines' by default.
+fn limit(name: &str, most: u64) -> u64 {
+    std::fs::read_to_string("/proc/self/limits")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|soft| soft.parse::<u64>().ok())
+        .map_or(1024, |soft| soft.min(most))
+}
+
+/// The page faults of the series labelled with container `id`, summed (one series a
+/// container: its cgroup's); `None` where there is none.
+fn container_faults(body: &str, id: &str) -> Option<f64> {
+    let label = format!("container_id=\"{id}\"");
+    let values: Vec<f64> = body
+        .lines()
+        .filter(|l| l.starts_with("counterhal_event_total{event=\"page-faults\""))
+        .filter(|l| l.contains(&label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
+}
+
+/// Done when: a container made by podman with runc, and one that lives 1 s, are labelled
+/// with their container ID and counted within 1% of the perf-event mode (the kernel's own
+/// cgroup filter, as `perf stat -G` opens its events) in the BPF mode, and in both at least
+/// the page faults their work counted for itself, with no scrape between the container's
+/// start and its end.
+///
+/// Oracle: podman 4.3.1 with runc 1.1.5 (Debian 12) making the cgroups and placing the
+/// processes; the kernel's count of the work's own page faults (`ru_minflt`), which the
+/// container prints; the perf-event mode.
+#[test]
+fn podman_containers_are_labelled_and_counted_whole() {
+    let _alone = crate::common::bpf_alone();
+    let _root = crate::unified_or_skip!();
+    if Command::new("podman").arg("--version").output().is_err() {
+        skip!(
+            Need::Tools,
+            "podman is not installed (apt-get install podman runc)"
+        );
+    }
+    if Command::new("runc").arg("--version").output().is_err() {
+        skip!(Need::Tools, "runc is not installed (apt-get install runc)");
+    }
+    let image = match Image::make() {
+        Ok(image) => image,
+        Err((need, why)) => skip!(need, "{why}"),
+    };
+    let args = ["-e", "page-faults", "--cgroups", PATTERN];
+    let bpf = crate::bpf_or_skip!(args);
+    let mut perf_events_args = args.to_vec();
+    perf_events_args.extend(["--cgroup-mode", "perf-events"]);
+    let perf_events = Served::start(&perf_events_args).expect("serve in the perf-event mode");
+    bpf.scrape();
+    perf_events.scrape();
+    // One that ends at once, one that lives a second.
+    for work in [["20000", "0", "0"], ["20000", "0.5", "0.5"]] {
+        let (id, out) = image.run(&work);
+        assert!(out.status.success(), "podman run: {}", stderr(&out));
+        assert_eq!(id.len(), 64, "the container's ID: {id:?}");
+        let own: f64 = stdout(&out).trim().parse().expect("the work's page faults");
+        assert!(own >= 20000.0, "the work's own page faults: {own}");
+        let counted: Vec<f64> = [&bpf, &perf_events]
+            .iter()
+            .map(|served| {
+                let body = served.scrape();
+                container_faults(&body, &id)
+                    .unwrap_or_else(|| panic!("no series of container {id}: {body}"))
+            })
+            .collect();
+        let (ours, theirs) = (counted[0], counted[1]);
+        eprintln!(
+            "container {work:?}: its own {own} page faults; bpf {ours}, perf-events {theirs}"
+        );
+        assert!(
+            (ours - theirs).abs() <= 0.01 * theirs,
+            "container {work:?}: the BPF mode counted {ours}, the perf-event mode {theirs}"
+        );
+        for value in counted {
+            assert!(
+                value >= own && value < own * 1.05,
+                "container {work:?}: {value} page faults counted, its work counted {own}"
+            );
+        }
+    }
+}

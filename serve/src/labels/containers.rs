@@ -1,0 +1,79 @@
+//! The container a cgroup belongs to outside Kubernetes, read from its path as container
+//! runtimes name a container's cgroup (cgroup v2), for the `container_id` label of its series:
+//! podman with runc (`libpod_parent/libpod-<ID>` with its cgroupfs manager, as podman 4.3
+//! places a container on Debian 12 here; `machine.slice/libpod-<ID>.scope` with systemd's),
+//! Docker (`system.slice/docker-<ID>.scope`, `docker/<ID>` with cgroupfs), containerd's CRI
+//! plugin and CRI-O (`cri-containerd-<ID>.scope`, `crio-<ID>.scope`). The ID is 64 hex
+//! digits. A cgroup below a container's is that container's.
+
+use super::kubernetes::Pod;
+
+/// The prefixes of a container's cgroup: podman's, containerd's CRI plugin's, CRI-O's,
+/// Docker's.
+const RUNTIME_PREFIXES: [&str; 4] = ["libpod-", "cri-containerd-", "crio-", "docker-"];
+
+/// The parents under which a bare ID is a container's cgroup (the runtimes' cgroupfs
+/// managers: Docker's `docker`, podman's `libpod_parent`).
+const BARE_PARENTS: [&str; 2] = ["docker", "libpod_parent"];
+
+/// The container ID `part` names as a runtime names a container's cgroup (`libpod-<ID>`,
+/// `docker-<ID>.scope`), lower-case; a bare ID where `bare` (a parent that holds them).
+pub(crate) fn id(part: &str, bare: bool) -> Option<String> {
+    let name = part.strip_suffix(".scope").unwrap_or(part);
+    let id = match RUNTIME_PREFIXES.iter().find_map(|p| name.strip_prefix(p)) {
+        Some(id) => id,
+        None if bare => name,
+        None => return None,
+    };
+    let is_id = id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    is_id.then(|| id.to_ascii_lowercase())
+}
+
+/// The labels of the container whose cgroup `path` is (or lies below), where a runtime made
+/// it outside a pod: its `container_id`, no pod UID or QoS class.
+pub(crate) fn outside_pod(path: &str) -> Option<Pod> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let container_id = parts.iter().enumerate().find_map(|(at, part)| {
+        let bare = at > 0 && BARE_PARENTS.contains(&parts[at - 1]);
+        id(part, bare)
+    })?;
+    Some(Pod {
+        uid: String::new(),
+        container_id,
+        qos_class: "",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "7900dd1d8986b4e669faa9023deac1229f44ebb5217cd940b98de33f15ff0ff5";
+
+    /// Oracle: podman 4.3.1 with runc 1.1.5 (Debian 12), its cgroupfs manager: a container's
+    /// `/proc/PID/cgroup` reads `0::/libpod_parent/libpod-<ID>`; and the names the runtimes'
+    /// systemd managers give (`libpod-<ID>.scope`, `docker-<ID>.scope`).
+    #[test]
+    fn a_runtimes_container_cgroup_names_its_container() {
+        for path in [
+            format!("/libpod_parent/libpod-{ID}"),
+            format!("/machine.slice/libpod-{ID}.scope"),
+            format!("/system.slice/docker-{ID}.scope"),
+            format!("/docker/{ID}"),
+            format!("/libpod_parent/{ID}"),
+            format!("/libpod_parent/libpod-{ID}/inner"),
+        ] {
+            let pod = outside_pod(&path).unwrap_or_else(|| panic!("{path}"));
+            assert_eq!(pod.container_id, ID, "{path}");
+            assert!(pod.uid.is_empty() && pod.qos_class.is_empty());
+        }
+        for path in [
+            "/libpod_parent".to_string(),
+            format!("/user.slice/{ID}"),
+            format!("/libpod_parent/libpod-{}", &ID[1..]),
+            "/system.slice/docker.service".to_string(),
+        ] {
+            assert_eq!(outside_pod(&path), None, "{path}");
+        }
+    }
+}
