@@ -59,6 +59,7 @@ mod serve_topology;
 #[cfg(feature = "serve")]
 mod serve_web;
 mod shell;
+mod slurm_cluster;
 mod software_events;
 #[cfg(target_os = "linux")]
 mod stat_bpf_shared;

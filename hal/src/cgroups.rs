@@ -199,6 +199,30 @@ pub trait CgroupCounter {
     /// where the kernel does not count skips (before Linux 5.12).
     fn switches_missed(&self) -> Option<u64>;
 
+    /// In the BPF mode, has the counter follow each new child of `parent` from its first
+    /// context switch, before anyone calls [`follow`](CgroupCounter::follow) for it (a
+    /// runtime places a task in a cgroup it has just made, and the task runs at once):
+    /// `Ok(true)`. `Ok(false)` where it does not: the perf-event mode (a cgroup is counted
+    /// from its follow), a parent that users other than root may make children in, or
+    /// children deeper than the mode counts. A child adopted that is not to be followed is
+    /// let go by [`refuse`](CgroupCounter::refuse).
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) where `parent` cannot be read;
+    /// [`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached) where as many parents
+    /// adopt as the counter's capacity.
+    fn adopt_children(&mut self, _parent: &Path) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// Stops `parent` adopting its new children ([`adopt_children`](
+    /// CgroupCounter::adopt_children)).
+    fn leave_children(&mut self, _parent: &Path) {}
+
+    /// Lets go a child an adopting parent's cgroup was followed as, which is not to be
+    /// followed, and keeps it from being adopted again.
+    fn refuse(&mut self, _cgroup: &Path) {}
+
     /// In the BPF mode, each program the kernel runs for it and the times the kernel skipped
     /// that program because another BPF program was running on its CPU (`recursion_misses`
     /// of `struct bpf_prog_info`, Linux 5.12): each a context switch, move or removal the

@@ -133,6 +133,8 @@ pub struct Exporter {
     /// while the CPUs and cgroups are these, every place is open and the next one has
     /// nothing to do.
     settled: Option<(CpuList, Vec<Arc<str>>)>,
+    /// The walk of the cgroups whose parents the counter adopts the new children of.
+    adopted_at: u64,
 }
 
 /// The CPUs of `online` that `only` lists (`None`: every one), which the exporter counts.
@@ -172,6 +174,7 @@ impl Exporter {
             cpus: None,
             topologies: HashMap::new(),
             settled: None,
+            adopted_at: 0,
         }
     }
 
@@ -207,6 +210,14 @@ impl Exporter {
     /// done: a scrape of a node whose pods stay put costs no look at the places.
     pub fn follow_on(&mut self, online: &counterhal::CpuList, health: &Health) {
         let cgroups = self.watch.discover(health);
+        // After each walk: the parents whose new children the counter counts from their
+        // first switch, before the next look.
+        if self.watch.walks() != self.adopted_at {
+            self.adopted_at = self.watch.walks();
+            if let Some(counter) = &mut self.cgroups {
+                counter.adopt(self.watch.parents(), self.watch.passed_over());
+            }
+        }
         self.places.retain(|place| match place.source {
             Source::Departed { since, seen } => !seen || since.elapsed() < LINGER,
             _ => true,

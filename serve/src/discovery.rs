@@ -70,6 +70,10 @@ type Found = (String, PathBuf);
 struct Tree {
     /// The last walk's root and depth, and the cgroups that matched.
     last: Option<(PathBuf, usize, Vec<Found>)>,
+    /// The directories the last walk looked in (their children could match), and those it
+    /// met that did not match.
+    looked_in: Vec<PathBuf>,
+    passed_over: Vec<PathBuf>,
     /// Every directory walked, watched (one instance for the exporter's life: the kernel
     /// drops a removed directory's watch itself); `None` where none could be made.
     #[cfg(target_os = "linux")]
@@ -114,25 +118,34 @@ impl Tree {
         let watch = self.watch.clone();
         #[cfg(target_os = "linux")]
         let mut watching = watch.is_some();
-        let walk = counterhal::cgroups::walk(root, levels, &mut |_path, name| {
+        let mut looked_in = Vec::new();
+        let walk = counterhal::cgroups::walk(root, levels, &mut |path, name| {
             if !look_in(&crate::labels::cgroup::text(name)) {
                 return false;
             }
             #[cfg(target_os = "linux")]
             {
-                watching = watching && watch.as_ref().is_some_and(|w| w.watch(_path));
+                watching = watching && watch.as_ref().is_some_and(|w| w.watch(path));
             }
+            looked_in.push(path.to_path_buf());
             true
         });
+        self.looked_in = looked_in;
         #[cfg(target_os = "linux")]
         {
             self.watching = watching;
         }
-        let found = walk.names.iter().filter_map(|name| {
+        let mut found = Vec::new();
+        self.passed_over.clear();
+        for name in &walk.names {
             let text = crate::labels::cgroup::text(name);
-            matches(&text).then(|| (format!("/{text}"), root.join(name)))
-        });
-        self.last = Some((root.to_path_buf(), levels, found.collect()));
+            if matches(&text) {
+                found.push((format!("/{text}"), root.join(name)));
+            } else if !text.is_empty() {
+                self.passed_over.push(root.join(name));
+            }
+        }
+        self.last = Some((root.to_path_buf(), levels, found));
         self.walks += 1;
         let too_deep = if levels_said { walk.too_deep } else { 0 };
         let mut left_out = Vec::new();
@@ -204,6 +217,24 @@ impl Watch {
     /// Whether any cgroup is followed (`--cgroups` or `--cgroup-depth` given).
     pub fn follows(&self) -> bool {
         self.root.is_some()
+    }
+
+    /// The walks made so far: one more means [`parents`](Watch::parents) and
+    /// [`passed_over`](Watch::passed_over) are new.
+    pub fn walks(&self) -> u64 {
+        self.tree.walks
+    }
+
+    /// The directories the last walk looked in, whose children could match (the BPF mode
+    /// counts their new children from their first switch, where only root makes them).
+    pub fn parents(&self) -> &[PathBuf] {
+        &self.tree.looked_in
+    }
+
+    /// The directories the last walk met that match no pattern (not to be counted where a
+    /// parent's new children are).
+    pub fn passed_over(&self) -> &[PathBuf] {
+        &self.tree.passed_over
     }
 
     /// The watch of the directories walked, which reports a cgroup made or removed there;

@@ -5,9 +5,11 @@
 //! after that: runc, slurmstepd), where it was counted from the first scrape after it (15 to
 //! 60 s later, a short job never).
 //!
-//! Its work is bounded whatever a user does to the tree: after each look it waits nine times
-//! as long as the look took before the next, so that a tree changing without pause costs at
-//! most a tenth of a CPU; a look where nothing changed costs one `read` of the watch.
+//! Its work is bounded whatever a user does to the tree: the looks of the last second may
+//! take a tenth of it at most, after which the thread rests until they take less, so that a
+//! tree changing without pause costs at most a tenth of a CPU while a burst of cgroups (a
+//! job's, made one below the other within a millisecond) is followed look after look; a look
+//! where nothing changed costs one `read` of the watch.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,8 +20,9 @@ use crate::health::Health;
 /// How long the thread waits on the watch before it asks for it again (a watch made at a
 /// later look, where none could be made before).
 const WAIT: Duration = Duration::from_secs(1);
-/// The most the thread rests after a look.
-const MOST_REST: Duration = Duration::from_secs(1);
+/// The window the looks' time is bounded in, and the share of it they may take.
+const WINDOW: Duration = Duration::from_secs(1);
+const SHARE: u32 = 10;
 
 /// Starts the thread following `exporter`'s cgroups as they come and go, counting in
 /// `health`; nothing where no cgroup is followed (or the thread cannot be made: the cgroups
@@ -42,6 +45,8 @@ pub fn start(exporter: Arc<Mutex<Exporter>>, health: Arc<Health>) {
 
 /// The thread's loop.
 fn follow(exporter: &Mutex<Exporter>, health: &Health) {
+    // The looks of the last `WINDOW`: when each started, and how long it took.
+    let mut looks: std::collections::VecDeque<(Instant, Duration)> = Default::default();
     loop {
         let watched = lock(exporter).watch.watched();
         let Some(watch) = watched else {
@@ -52,9 +57,18 @@ fn follow(exporter: &Mutex<Exporter>, health: &Health) {
             continue;
         }
         let started = Instant::now();
+        while looks.front().is_some_and(|(at, _)| started - *at > WINDOW) {
+            looks.pop_front();
+        }
+        let spent: Duration = looks.iter().map(|(_, took)| *took).sum();
+        if spent > WINDOW / SHARE {
+            // Rest until the oldest look leaves the window.
+            let oldest = looks.front().map_or(started, |(at, _)| *at);
+            std::thread::sleep((oldest + WINDOW).saturating_duration_since(started));
+        }
+        let started = Instant::now();
         lock(exporter).follow(health);
-        let took = started.elapsed();
-        std::thread::sleep((took * 9).min(MOST_REST));
+        looks.push_back((started, started.elapsed()));
     }
 }
 

@@ -54,6 +54,8 @@ mod linux {
         /// The mode asked for and the BPF map's room, to open it again on other CPUs.
         choice: CgroupModeArg,
         capacity: u32,
+        /// The parents whose new children the counter follows itself.
+        adopting: std::collections::HashSet<PathBuf>,
     }
 
     impl Cgroups {
@@ -99,6 +101,7 @@ mod linux {
                 unified_root,
                 choice,
                 capacity,
+                adopting: std::collections::HashSet::new(),
             }))
         }
 
@@ -225,6 +228,35 @@ mod linux {
             self.counter.unfollow(directory);
         }
 
+        /// Has the counter count each new child of `parents` from its first context switch,
+        /// where it can (the BPF mode, a parent only root makes children in), and no other
+        /// parent's; and lets go the children of theirs `passed_over` (matching no pattern)
+        /// it followed so.
+        pub fn adopt(&mut self, parents: &[PathBuf], passed_over: &[PathBuf]) {
+            let wanted: std::collections::HashSet<&Path> =
+                parents.iter().map(PathBuf::as_path).collect();
+            let left: Vec<PathBuf> = self
+                .adopting
+                .iter()
+                .filter(|p| !wanted.contains(p.as_path()))
+                .cloned()
+                .collect();
+            for parent in left {
+                self.counter.leave_children(&parent);
+                self.adopting.remove(&parent);
+            }
+            for parent in parents {
+                if !self.adopting.contains(parent)
+                    && self.counter.adopt_children(parent).unwrap_or(false)
+                {
+                    self.adopting.insert(parent.clone());
+                }
+            }
+            for child in passed_over {
+                self.counter.refuse(child);
+            }
+        }
+
         /// The directories followed, in the order of [`Cgroups::per_cpu`]'s index.
         pub fn followed(&self) -> impl Iterator<Item = &Path> {
             self.counter.followed()
@@ -321,6 +353,10 @@ mod elsewhere {
         }
         /// Never called.
         pub fn unfollow(&mut self, _: &Path) {
+            match *self {}
+        }
+        /// Never called.
+        pub fn adopt(&mut self, _: &[std::path::PathBuf], _: &[std::path::PathBuf]) {
             match *self {}
         }
         /// Never called.

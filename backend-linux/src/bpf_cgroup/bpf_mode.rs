@@ -59,6 +59,12 @@ pub(crate) struct BpfCounting {
     _previous: OwnedFd,
     cgroups: OwnedFd,
     levels: OwnedFd,
+    /// The parents whose new children the program follows itself, and the children it must
+    /// not (`program::Maps`).
+    adopting: OwnedFd,
+    refused: OwnedFd,
+    /// The zeroes an adopted cgroup's sums start from (the programs hold it).
+    _zeros: OwnedFd,
     /// The programs the kernel runs (at `sched_switch`, and those of `settle` and
     /// `removals`), each with its name, whose skips it counts (`recursion_misses`).
     programs: Vec<(&'static str, OwnedFd)>,
@@ -276,11 +282,17 @@ impl BpfCounting {
             "ch_cgroups",
         )?;
         let levels = create(sys_bpf::MAP_ARRAY, 4, 4, 1, "ch_levels")?;
+        let adopting = create(sys_bpf::MAP_HASH, 8, 1, capacity.max(1), "ch_adopting")?;
+        let refused = create(sys_bpf::MAP_HASH, 8, 1, capacity.max(1), "ch_refused")?;
+        let zeros = create(sys_bpf::MAP_ARRAY, 4, reading * count, 1, "ch_zeros")?;
         let maps = Maps {
             events: events_map.as_fd(),
             previous: previous.as_fd(),
             cgroups: cgroups.as_fd(),
             levels: levels.as_fd(),
+            adopting: adopting.as_fd(),
+            refused: refused.as_fd(),
+            zeros: zeros.as_fd(),
         };
         let insns = program::counting(maps, events.len(), stride, Run::Switch);
         let attached = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, SWITCH_PROGRAM)?;
@@ -317,6 +329,9 @@ impl BpfCounting {
             _previous: previous,
             cgroups,
             levels,
+            adopting,
+            refused,
+            _zeros: zeros,
             programs,
             trigger,
             settle,
@@ -416,6 +431,45 @@ impl BpfCounting {
     /// Deletes cgroup `id` from the map (a cgroup no longer followed, or removed).
     pub fn remove(&mut self, id: u64) {
         sys_bpf::map_delete(self.cgroups.as_fd(), &id.to_ne_bytes()).ok();
+    }
+
+    /// Has the program follow each new child of cgroup `id` itself, from its first context
+    /// switch (`adopt`), or no longer.
+    ///
+    /// # Errors
+    /// [`ErrorKind::LimitReached`] where the map of adopting parents is full.
+    pub fn adopt(&mut self, id: u64, adopt: bool) -> Result<()> {
+        let key = id.to_ne_bytes();
+        if !adopt {
+            sys_bpf::map_delete(self.adopting.as_fd(), &key).ok();
+            return Ok(());
+        }
+        match sys_bpf::map_update(self.adopting.as_fd(), &key, &[1], 0) {
+            Ok(()) => Ok(()),
+            Err(libc::E2BIG) => Err(Error::new(
+                ErrorKind::LimitReached,
+                format!(
+                    "the BPF map of adopting cgroups holds its {} cgroups",
+                    self.capacity
+                ),
+            )),
+            Err(errno) => Err(bpf_error(
+                &format!("placing cgroup id {id} among the adopting"),
+                errno,
+            )),
+        }
+    }
+
+    /// Keeps the program from following cgroup `id` itself (a child of an adopting parent
+    /// that is not to be followed), and forgets what it counted for it.
+    pub fn refuse(&mut self, id: u64) {
+        sys_bpf::map_update(self.refused.as_fd(), &id.to_ne_bytes(), &[1], 0).ok();
+        self.remove(id);
+    }
+
+    /// Forgets that cgroup `id` was refused (it is gone).
+    pub fn unrefuse(&mut self, id: u64) {
+        sys_bpf::map_delete(self.refused.as_fd(), &id.to_ne_bytes()).ok();
     }
 
     /// The program visits the levels `0..levels` (the deepest followed level plus one, at

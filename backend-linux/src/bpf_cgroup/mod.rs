@@ -24,6 +24,7 @@
 //! tracepoint `cgroup:cgroup_rmdir` and looks at the directories after one; the perf-event
 //! mode looks at those whose counts stood still, as a removed cgroup's do).
 
+mod adopt;
 mod bperf_attr;
 mod bperf_programs;
 mod bpf_mode;
@@ -77,6 +78,10 @@ pub struct LinuxCgroupCounter {
     kept: Vec<Kept>,
     /// The BPF mode's count of cgroups removed at the last read.
     removals: Option<u64>,
+    /// In the BPF mode, the parents whose new children its program follows itself (their
+    /// directory, id and level), and the children of theirs refused (directory and id).
+    adopting: Vec<(PathBuf, u64, usize)>,
+    refused: Vec<(PathBuf, u64)>,
 }
 
 impl LinuxCgroupCounter {
@@ -134,6 +139,8 @@ impl LinuxCgroupCounter {
             followed: Vec::new(),
             kept: Vec::new(),
             removals: None,
+            adopting: Vec::new(),
+            refused: Vec::new(),
         })
     }
 
@@ -286,10 +293,13 @@ impl LinuxCgroupCounter {
         }
     }
 
-    /// The BPF program visits the levels down to the deepest one followed.
+    /// The BPF program visits the levels down to the deepest one followed, and to the
+    /// children of the deepest adopting parent.
     fn visit_levels(&self) {
         if let Counting::Bpf(bpf) = &self.counting {
-            bpf.visit_levels(self.kept.iter().map(|c| c.level + 1).max().unwrap_or(0));
+            let followed = self.kept.iter().map(|c| c.level + 1);
+            let adopted = self.adopting.iter().map(|(_, _, level)| level + 2);
+            bpf.visit_levels(followed.chain(adopted).max().unwrap_or(0));
         }
     }
 
@@ -436,6 +446,15 @@ impl CgroupCounter for LinuxCgroupCounter {
     }
     fn switches_missed(&self) -> Option<u64> {
         LinuxCgroupCounter::switches_missed(self)
+    }
+    fn adopt_children(&mut self, parent: &Path) -> Result<bool> {
+        LinuxCgroupCounter::adopt_children(self, parent)
+    }
+    fn leave_children(&mut self, parent: &Path) {
+        LinuxCgroupCounter::leave_children(self, parent);
+    }
+    fn refuse(&mut self, cgroup: &Path) {
+        LinuxCgroupCounter::refuse(self, cgroup);
     }
     fn programs_skipped(&self) -> Vec<ProgramSkips> {
         match &self.counting {
@@ -759,9 +778,12 @@ mod tests {
                 "ch_t_cgroups",
             ),
             create(sys_bpf::MAP_ARRAY, 4, 4, 1, "ch_t_levels"),
+            create(sys_bpf::MAP_HASH, 8, 1, 16, "ch_t_adopting"),
+            create(sys_bpf::MAP_HASH, 8, 1, 16, "ch_t_refused"),
+            create(sys_bpf::MAP_ARRAY, 4, reading * events, 1, "ch_t_zeros"),
         ];
         let maps = match maps {
-            [Ok(a), Ok(b), Ok(c), Ok(d)] => [a, b, c, d],
+            [Ok(a), Ok(b), Ok(c), Ok(d), Ok(e), Ok(f), Ok(g)] => [a, b, c, d, e, f, g],
             [Err(e), ..] if e.kind() == counterhal_hal::ErrorKind::PermissionDenied => {
                 skip!(Need::Privilege, "BPF maps take CAP_BPF: {e}")
             }
@@ -772,6 +794,9 @@ mod tests {
             previous: maps[1].as_fd(),
             cgroups: maps[2].as_fd(),
             levels: maps[3].as_fd(),
+            adopting: maps[4].as_fd(),
+            refused: maps[5].as_fd(),
+            zeros: maps[6].as_fd(),
         };
         for (prog_type, run) in [
             (sys_bpf::PROG_RAW_TRACEPOINT, Run::Switch),

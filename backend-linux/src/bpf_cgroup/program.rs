@@ -29,10 +29,14 @@
 
 use std::os::fd::BorrowedFd;
 
-use super::insn::{Asm, R0, R1, R2, R3, R4, R7, R8, R9, R10};
+use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R7, R8, R9, R10};
 
 /// `BPF_FUNC_map_lookup_elem`.
 const MAP_LOOKUP_ELEM: i32 = 1;
+/// `BPF_FUNC_map_update_elem`.
+const MAP_UPDATE_ELEM: i32 = 2;
+/// `BPF_NOEXIST`: an update that makes an element only where there is none.
+const NOEXIST: i32 = 1;
 /// `BPF_FUNC_get_smp_processor_id`.
 const GET_SMP_PROCESSOR_ID: i32 = 8;
 /// `BPF_FUNC_perf_event_read_value`.
@@ -43,8 +47,9 @@ const GET_CURRENT_ANCESTOR_CGROUP_ID: i32 = 123;
 /// The helpers the program calls, by their `BPF_FUNC_` names (pinned against the system
 /// header by a test).
 #[cfg_attr(not(test), allow(dead_code))]
-pub const HELPERS: [(&str, i32); 4] = [
+pub const HELPERS: [(&str, i32); 5] = [
     ("map_lookup_elem", MAP_LOOKUP_ELEM),
+    ("map_update_elem", MAP_UPDATE_ELEM),
     ("get_smp_processor_id", GET_SMP_PROCESSOR_ID),
     ("perf_event_read_value", PERF_EVENT_READ_VALUE),
     (
@@ -90,18 +95,30 @@ pub struct Maps<'m> {
     /// followed cgroups.
     pub cgroups: BorrowedFd<'m>,
     /// `BPF_MAP_TYPE_ARRAY` of one u32: the levels to visit (the deepest followed level plus
-    /// one; 0 where nothing is followed).
+    /// one, or an adopting parent's plus two; 0 where nothing is followed).
     pub levels: BorrowedFd<'m>,
+    /// `BPF_MAP_TYPE_HASH` by cgroup id: the parents whose new children the program follows
+    /// itself, from their first switch (user space puts only cgroups only root may make
+    /// children in).
+    pub adopting: BorrowedFd<'m>,
+    /// `BPF_MAP_TYPE_HASH` by cgroup id: the children of adopting parents user space let go
+    /// (they match no pattern), which the program must not follow again.
+    pub refused: BorrowedFd<'m>,
+    /// `BPF_MAP_TYPE_ARRAY` of one value of the cgroups map's size, all zeroes: what an
+    /// adopted cgroup's sums start from.
+    pub zeros: BorrowedFd<'m>,
 }
 
-// The frame: the reading (24 bytes), a u32 key, the cgroup id, then each event's difference.
+// The frame: the reading (24 bytes), a u32 key, the cgroup id, its parent's id (the level
+// above's), then each event's difference.
 const READING: i16 = -24;
 const KEY: i16 = -32;
 const CGROUP_ID: i16 = -40;
+const PARENT_ID: i16 = -48;
 
 /// The frame offset of event `event`'s differences of `events`.
 fn difference(events: usize, event: usize, field: usize) -> i16 {
-    (i64::from(CGROUP_ID) - (READING_BYTES * (events - event)) as i64 + 8 * field as i64) as i16
+    (i64::from(PARENT_ID) - (READING_BYTES * (events - event)) as i64 + 8 * field as i64) as i16
 }
 
 /// The program for `events` events (at most [`MAX_EVENTS`]) whose counters on CPU `c` are
@@ -123,6 +140,8 @@ pub fn counting(maps: Maps<'_>, events: usize, stride: u32, run: Run) -> Vec<u64
     asm.load_map_value(R1, maps.levels, 0);
     asm.load32(R7, R1, 0);
     asm.mov_imm(R8, 0);
+    asm.mov_imm(R1, 0);
+    asm.store64(R10, PARENT_ID, R1);
     asm.place(level);
     asm.jump_if_ge(R8, MAX_LEVELS as i32, done);
     asm.jump_if_ge_reg(R8, R7, done);
@@ -132,10 +151,15 @@ pub fn counting(maps: Maps<'_>, events: usize, stride: u32, run: Run) -> Vec<u64
     asm.jump_if_eq(R0, 0, done);
     asm.store64(R10, CGROUP_ID, R0);
     lookup_cgroup(&mut asm, maps);
-    // Not followed.
-    asm.jump_if_eq(R0, 0, next);
+    let counted = asm.label();
+    asm.jump_if_ne(R0, 0, counted);
+    // Not followed: followed from now on where its parent adopts its children.
+    adopt(&mut asm, maps, next);
+    asm.place(counted);
     add_differences(&mut asm, events, access);
     asm.place(next);
+    asm.load64(R1, R10, CGROUP_ID);
+    asm.store64(R10, PARENT_ID, R1);
     asm.add_imm(R8, 1);
     asm.jump_always(level);
     asm.place(done);
@@ -234,6 +258,32 @@ pub fn counting_removals(removals: BorrowedFd<'_>) -> Vec<u64> {
     asm.finish()
 }
 
+/// Where the cgroup at `CGROUP_ID` is not refused and its parent (`PARENT_ID`) adopts its
+/// children, puts it in the cgroups map, its sums zero (`BPF_NOEXIST`: one put there
+/// meanwhile stays), and leaves `r0` pointing at its sums; else jumps to `skip`. The map's
+/// capacity bounds what is adopted: an update into a full map fails, and the cgroup is not
+/// counted.
+fn adopt(asm: &mut Asm, maps: Maps<'_>, skip: Label) {
+    asm.load_map(R1, maps.refused);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, i32::from(CGROUP_ID));
+    asm.call(MAP_LOOKUP_ELEM);
+    asm.jump_if_ne(R0, 0, skip);
+    asm.load_map(R1, maps.adopting);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, i32::from(PARENT_ID));
+    asm.call(MAP_LOOKUP_ELEM);
+    asm.jump_if_eq(R0, 0, skip);
+    asm.load_map(R1, maps.cgroups);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, i32::from(CGROUP_ID));
+    asm.load_map_value(R3, maps.zeros, 0);
+    asm.mov_imm(R4, NOEXIST);
+    asm.call(MAP_UPDATE_ELEM);
+    lookup_cgroup(asm, maps);
+    asm.jump_if_eq(R0, 0, skip);
+}
+
 /// `r0 = bpf_map_lookup_elem(cgroups, &cgroup_id)`.
 fn lookup_cgroup(asm: &mut Asm, maps: Maps<'_>) {
     asm.load_map(R1, maps.cgroups);
@@ -251,8 +301,8 @@ mod tests {
         // Oracle: the kernel's MAX_BPF_STACK (512 bytes, include/linux/filter.h).
         let lowest = difference(MAX_EVENTS, 0, 0);
         assert!(i64::from(lowest) >= -512, "{lowest}");
-        // The last event's running time ends just below the cgroup id.
-        assert_eq!(difference(MAX_EVENTS, MAX_EVENTS - 1, 2) + 8, CGROUP_ID);
-        assert_eq!(difference(1, 0, 0), CGROUP_ID - 24);
+        // The last event's running time ends just below the parent's id.
+        assert_eq!(difference(MAX_EVENTS, MAX_EVENTS - 1, 2) + 8, PARENT_ID);
+        assert_eq!(difference(1, 0, 0), PARENT_ID - 24);
     }
 }

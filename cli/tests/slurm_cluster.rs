@@ -1,0 +1,203 @@
+//! A one-node Slurm cluster made for the tests by Debian's own daemons (slurm-wlm and munge):
+//! munged, slurmctld and slurmd in a folder of the test's, slurmd on Slurm's cgroup/v2 plugin
+//! (`CgroupMountpoint` the cgroup2 mount, `IgnoreSystemd=yes`, so that it makes
+//! `system.slice/<node>_slurmstepd.scope` itself), run under `tests/data/cgroup_v2_only.c`
+//! where the host is hybrid: the plugin refuses a host whose `/proc/self/cgroup` lists v1
+//! hierarchies before `0::` ("Hybrid mode is not supported"), and the library shows slurmd and
+//! its slurmstepds the `0::` line alone. Jobs then get the cgroups slurmstepd makes, by
+//! `srun`, as on a cluster's node.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use counterhal_conformance::skip::Need;
+
+use crate::common::compile_c;
+
+/// The ports the cluster's daemons listen on, away from Slurm's defaults (6817, 6818) so that
+/// a node's own Slurm is left alone.
+const CONTROLLER_PORT: u16 = 16817;
+const NODE_PORT: u16 = 16818;
+
+/// A running cluster: its daemons, stopped and their cgroups removed when dropped.
+pub struct Cluster {
+    dir: PathBuf,
+    /// The cgroup2 mount, where slurmd made its scope.
+    mount: PathBuf,
+    daemons: Vec<Child>,
+    /// `system.slice` where this fixture made it (no systemd made it).
+    made_slice: bool,
+}
+
+impl Cluster {
+    /// A cluster on this node, its cgroups below `mount`; or why there is none (Slurm or
+    /// munge not installed, not root, a daemon that would not start).
+    pub fn start(mount: &Path) -> Result<Cluster, (Need, String)> {
+        for program in ["slurmctld", "slurmd", "srun", "munged"] {
+            if Command::new("sh")
+                .args(["-c", &format!("command -v {program}")])
+                .output()
+                .map_or(true, |o| !o.status.success())
+            {
+                return Err((
+                    Need::Tools,
+                    format!("{program} is not installed (apt-get install slurm-wlm munge)"),
+                ));
+            }
+        }
+        let dir = counterhal_conformance::fixtures::temp_dir()
+            .join(format!("counterhal-slurm-{}", std::process::id()));
+        for sub in ["spool", "state", "log", "run"] {
+            std::fs::create_dir_all(dir.join(sub)).map_err(|e| (Need::System, e.to_string()))?;
+        }
+        let preload = compile_c(
+            &dir,
+            "cgroup_v2_only.so",
+            include_str!("data/cgroup_v2_only.c"),
+            &["-shared", "-fPIC", "-O2", "-ldl"],
+        )
+        .ok_or((
+            Need::Tools,
+            "no C compiler (apt-get install gcc)".to_string(),
+        ))?;
+        let slice = mount.join("system.slice");
+        let made_slice = !slice.exists();
+        if made_slice {
+            std::fs::create_dir(&slice).map_err(|e| (Need::Privilege, e.to_string()))?;
+        }
+        let mut cluster = Cluster {
+            dir,
+            mount: mount.to_path_buf(),
+            daemons: Vec::new(),
+            made_slice,
+        };
+        cluster.write_configuration()?;
+        cluster.start_daemons(&preload)?;
+        Ok(cluster)
+    }
+
+    /// slurm.conf and cgroup.conf in the cluster's folder.
+    fn write_configuration(&self) -> Result<(), (Need, String)> {
+        let node = hostname();
+        let dir = self.dir.display();
+        let cpus = counterhal::online_cpus().len();
+        let slurm = format!(
+            "ClusterName=counterhal\nSlurmctldHost={node}\nSlurmUser=root\nSlurmdUser=root\n\
+             AuthType=auth/munge\nProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n\
+             SlurmdSpoolDir={dir}/spool\nStateSaveLocation={dir}/state\n\
+             SlurmctldPidFile={dir}/run/slurmctld.pid\nSlurmdPidFile={dir}/run/slurmd.pid\n\
+             SlurmctldLogFile={dir}/log/slurmctld.log\nSlurmdLogFile={dir}/log/slurmd.log\n\
+             SlurmctldPort={CONTROLLER_PORT}\nSlurmdPort={NODE_PORT}\nReturnToService=2\n\
+             SelectType=select/cons_tres\nSchedulerType=sched/builtin\nMpiDefault=none\n\
+             NodeName={node} CPUs={cpus} State=UNKNOWN\n\
+             PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n"
+        );
+        let cgroup = format!(
+            "CgroupPlugin=cgroup/v2\nCgroupMountpoint={}\nIgnoreSystemd=yes\n\
+             ConstrainDevices=yes\n",
+            self.mount.display()
+        );
+        std::fs::write(self.dir.join("slurm.conf"), slurm)
+            .and_then(|()| std::fs::write(self.dir.join("cgroup.conf"), cgroup))
+            .map_err(|e| (Need::System, e.to_string()))
+    }
+
+    /// munged (where none runs), slurmctld and slurmd, each in the foreground of a child of
+    /// this process; the node idle, or why not.
+    fn start_daemons(&mut self, preload: &Path) -> Result<(), (Need, String)> {
+        let munge_running = Command::new("pgrep")
+            .args(["-x", "munged"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !munge_running {
+            std::fs::create_dir_all("/run/munge").ok();
+            Command::new("chown")
+                .args(["munge:munge", "/run/munge"])
+                .status()
+                .ok();
+            let munged = Command::new("runuser")
+                .args(["-u", "munge", "--", "munged", "--foreground", "--force"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| (Need::System, format!("munged: {e}")))?;
+            self.daemons.push(munged);
+        }
+        let configuration = self.dir.join("slurm.conf");
+        let controller = Command::new("slurmctld")
+            .args(["-D", "-c", "-f"])
+            .arg(&configuration)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| (Need::System, format!("slurmctld: {e}")))?;
+        self.daemons.push(controller);
+        std::thread::sleep(Duration::from_millis(500));
+        let node = Command::new("slurmd")
+            .args(["-D", "-f"])
+            .arg(&configuration)
+            .env("LD_PRELOAD", preload)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| (Need::System, format!("slurmd: {e}")))?;
+        self.daemons.push(node);
+        let waited = Instant::now();
+        while waited.elapsed() < Duration::from_secs(30) {
+            let state = self.command("sinfo").args(["-h", "-o", "%T"]).output();
+            if state.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle") {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let log = std::fs::read_to_string(self.dir.join("log/slurmd.log")).unwrap_or_default();
+        Err((
+            Need::System,
+            format!("the node did not become idle in 30 s: {log}"),
+        ))
+    }
+
+    /// A Slurm command (`srun`, `sinfo`) of this cluster.
+    pub fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command.env("SLURM_CONF", self.dir.join("slurm.conf"));
+        command
+    }
+
+    /// slurmstepd's scope, as slurmd made it.
+    pub fn scope(&self) -> PathBuf {
+        self.mount
+            .join("system.slice")
+            .join(format!("{}_slurmstepd.scope", hostname()))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for daemon in self.daemons.iter_mut().rev() {
+            daemon.kill().ok();
+            daemon.wait().ok();
+        }
+        // The cgroups slurmd left (its own and its system's), bottom up.
+        let scope = self.scope();
+        for left in ["slurmd", "system", ""] {
+            std::fs::remove_dir(scope.join(left)).ok();
+        }
+        if self.made_slice {
+            std::fs::remove_dir(self.mount.join("system.slice")).ok();
+        }
+        std::fs::remove_dir_all(&self.dir).ok();
+    }
+}
+
+/// This node's name, as slurmd takes it (`gethostname`, short).
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
