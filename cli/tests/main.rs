@@ -36,6 +36,8 @@ mod serve_examples;
 #[cfg(feature = "serve")]
 mod serve_hostile;
 #[cfg(feature = "serve")]
+mod serve_image;
+#[cfg(feature = "serve")]
 mod serve_kubernetes;
 #[cfg(feature = "serve")]
 mod serve_logs;
