@@ -113,6 +113,8 @@ cd $stage/work
 dpkg -i $stage/debs/*.deb > install.log 2>&1
 dpkg-query -W -f '${{Package}} ${{Status}}\n' {packages} > status.txt
 counterhal stat -x, -e task-clock -- true 2> stat.txt
+setpriv --reuid=65534 --regid=65534 --clear-groups counterhal stat -x, -e task-clock -- true \
+    2> stat-nobody.txt
 cc -o count $stage/count.c $(pkg-config --cflags --libs counterhal)
 ./count page-faults task-clock > count.txt
 ldd ./count > count.ldd
@@ -213,8 +215,8 @@ fn installed_used_and_purged(release: Release) {
     let _ = std::fs::remove_dir_all(&scratch);
 }
 
-/// What each use in the root wrote (`read` gives a file of the work folder): installed, the
-/// command counted, the C program found the shared and the static library by pkg-config and
+/// What each use in the root wrote (`read` gives a file of the work folder): installed
+/// without a warning, the command counted (as root and as `nobody`), the C program found the shared and the static library by pkg-config and
 /// counted, the completions and manual pages are there, PAPI's tests did on the drop-in what
 /// they do on the build tree's library, and the wrapper chose the drop-in.
 fn judge_the_uses(release: Release, read: &dyn Fn(&str) -> String) {
@@ -224,13 +226,18 @@ fn judge_the_uses(release: Release, read: &dyn Fn(&str) -> String) {
         PACKAGES.len(),
         "{status}"
     );
-    let stat = read("stat.txt");
-    let task_clock: f64 = stat
-        .lines()
-        .find(|l| l.contains(",task-clock,"))
-        .and_then(|l| l.split(',').next()?.parse().ok())
-        .unwrap_or_else(|| panic!("{stat}"));
-    assert!(task_clock > 0.0, "{stat}");
+    let install = read("install.log");
+    assert!(!install.to_lowercase().contains("warning"), "{install}");
+    // As root, and as a user without privileges (user space, as perf counts it there).
+    for file in ["stat.txt", "stat-nobody.txt"] {
+        let stat = read(file);
+        let task_clock: f64 = stat
+            .lines()
+            .find(|l| l.contains(",task-clock"))
+            .and_then(|l| l.split(',').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{file}: {stat}"));
+        assert!(task_clock > 0.0, "{file}: {stat}");
+    }
     let count = read("count.txt");
     let page_faults: u64 = count
         .lines()
