@@ -11,13 +11,13 @@
 //! `current.rs` judges the build tree's library); the roots' gcc and pkg-config (pkgconf);
 //! lintian 2.116 (Debian 12's).
 
-use crate::current::{PAPI_7_1, PAPI_7_2, Release};
+use crate::current::{PAPI_7_1, PAPI_7_2, Release, in_root_over, stage_papi_tests};
 
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 
 /// The variable naming the folder of scripts/debs' packages, where it is not `dist/` of the
 /// target folder this test binary was built in.
@@ -65,31 +65,6 @@ macro_rules! debs_or_skip {
             Err(why) => skip!(Need::Tools, "{why}"),
         }
     };
-}
-
-/// Runs `script` with bash in an overlay of `root` (its changes in `scratch/upper`, gone with
-/// the mount namespace's end but for that folder), by chroot, with /proc, /sys and /dev bound
-/// in and `stage` at `/var/tmp/counterhal-lab`.
-fn in_overlay(root: &Path, scratch: &Path, stage: &Path, script: &str) -> Output {
-    Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "sh", "-ec"])
-        .arg(
-            r#"root=$1 scratch=$2 stage=$3 script=$4
-mkdir -p "$scratch/upper" "$scratch/work" "$scratch/merged"
-mount -t overlay overlay -o "lowerdir=$root,upperdir=$scratch/upper,workdir=$scratch/work" \
-    "$scratch/merged"
-for fs in proc sys dev; do mount --rbind "/$fs" "$scratch/merged/$fs"; done
-mkdir -p "$scratch/merged/var/tmp/counterhal-lab"
-mount --bind "$stage" "$scratch/merged/var/tmp/counterhal-lab"
-exec chroot "$scratch/merged" /bin/bash -ec "$script""#,
-        )
-        .arg("sh")
-        .arg(root)
-        .arg(scratch)
-        .arg(stage)
-        .arg(script)
-        .output()
-        .expect("unshare runs")
 }
 
 /// What a root holds, but the folders mounted over it and its temporary ones: one path a line.
@@ -159,34 +134,17 @@ fn installed_used_and_purged(release: Release) {
     ));
     let _ = std::fs::remove_dir_all(&scratch);
     let stage = scratch.join("stage");
-    let manifest = crate::common::manifest();
-    for dir in ["debs", "work", "papi/ctests", "papi/include/papi-7.2"] {
+    for dir in ["debs", "work"] {
         std::fs::create_dir_all(stage.join(dir)).unwrap();
     }
     for deb in &debs {
         std::fs::copy(deb, stage.join("debs").join(deb.file_name().unwrap())).unwrap();
     }
-    std::fs::copy(manifest.join("ctests/run"), stage.join("papi/ctests/run")).unwrap();
-    for header in [
-        "papi.h",
-        "papiStdEventDefs.h",
-        "fpapi.h",
-        "f77papi.h",
-        "f90papi.h",
-        "papi-7.2/papi.h",
-    ] {
-        std::fs::copy(
-            manifest.join("include").join(header),
-            stage.join("papi/include").join(header),
-        )
-        .unwrap();
-    }
-    std::fs::copy(
-        manifest.join("../examples/c/count.c"),
-        stage.join("count.c"),
-    )
-    .unwrap();
-    let out = in_overlay(&root, &scratch.join("overlay"), &stage, &script(release));
+    stage_papi_tests(&stage);
+    let count = crate::common::manifest().join("../examples/c/count.c");
+    std::fs::copy(count, stage.join("count.c")).unwrap();
+    let overlay = scratch.join("overlay");
+    let out = in_root_over(&root, Some(&overlay), &stage, &script(release));
     let work = stage.join("work");
     let read = |name: &str| std::fs::read_to_string(work.join(name)).unwrap_or_default();
     assert!(
