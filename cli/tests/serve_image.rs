@@ -157,7 +157,8 @@ fn run_confined(id: &str, profiled: bool, args: &[&str]) -> Output {
 }
 
 /// The image weighs at most 15 MB unpacked, carries the OCI labels of its version (the
-/// workspace's), source and revision, and holds no shell.
+/// workspace's), source and revision, has the command as its entry point (serving on port
+/// 19110 without arguments), and holds no shell.
 ///
 /// Oracle: podman 4.3 (`image inspect`, and its runtime's exec of a missing file).
 #[test]
@@ -181,6 +182,18 @@ fn the_image_is_small_labelled_and_has_no_shell() {
     assert!(
         revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit()),
         "{labels}"
+    );
+    let config = podman(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{json .Config.Entrypoint}} {{json .Config.Cmd}} {{json .Config.ExposedPorts}}",
+        &id,
+    ]);
+    assert_eq!(
+        stdout(&config).trim(),
+        r#"["/usr/bin/counterhal"] ["serve","--listen","0.0.0.0:19110"] {"19110/tcp":{}}"#,
+        "the command is the entry point, serving by default"
     );
     let shell = Command::new("podman")
         .args([
