@@ -63,6 +63,16 @@ fn request<'a>(method: &'a str, target: &'a str, headers: &'a [Header<'a>]) -> R
     }
 }
 
+/// A web configuration of the user `prometheus` (password `scrape-me`), a rate limit of
+/// `burst` requests and no more for an hour, and a header for every answer.
+fn guarded(burst: u32) -> String {
+    let hash = bcrypt::hash("scrape-me", 4).unwrap();
+    format!(
+        "basic_auth_users:\n  prometheus: {hash}\nrate_limit:\n  interval: 1h\n  burst: {burst}\n\
+         http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+    )
+}
+
 /// A header line.
 fn header<'a>(name: &'a str, value: &'a str) -> Header<'a> {
     Header {
@@ -119,12 +129,7 @@ fn only_get_and_head_without_a_body_reach_the_handler() {
 /// `bcrypt` crate's, which the toolkit's Go bcrypt verifies.
 #[test]
 fn users_rate_limit_and_headers_are_the_web_configurations() {
-    let hash = bcrypt::hash("scrape-me", 4).unwrap();
-    let yaml = format!(
-        "basic_auth_users:\n  prometheus: {hash}\nrate_limit:\n  interval: 1h\n  burst: 4\n\
-         http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
-    );
-    let (layer, handed, file) = echo(Some(&yaml));
+    let (layer, handed, file) = echo(Some(&guarded(4)));
     let config = layer.current();
     let basic = |credentials: &str| {
         let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
@@ -171,12 +176,7 @@ fn users_rate_limit_and_headers_are_the_web_configurations() {
 /// `/-/ready`, which a probe asks for.
 #[test]
 fn a_public_path_needs_no_credentials_and_no_rate() {
-    let hash = bcrypt::hash("scrape-me", 4).unwrap();
-    let yaml = format!(
-        "basic_auth_users:\n  prometheus: {hash}\nrate_limit:\n  interval: 1h\n  burst: 2\n\
-         http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
-    );
-    let (layer, handed, file) = echo(Some(&yaml));
+    let (layer, handed, file) = echo(Some(&guarded(2)));
     let config = layer.current();
     let statuses: Vec<u16> = ["/metrics", "/-/ready", "/metrics", "/-/ready", "/metrics"]
         .iter()
