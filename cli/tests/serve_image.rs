@@ -347,12 +347,15 @@ impl Drop for Container {
 /// configuration from a folder mounted read-only as its Secret is, the host's cgroup tree
 /// read-only, its port published), holding CAP_PERFMON and CAP_BPF and nothing else, with no
 /// new privileges and the shipped seccomp profile's filter; answers its readiness probe over
-/// TLS without a password within a second of `podman start`; and Prometheus 3.5, scraping it
-/// and the same binary outside a container as examples/prometheus/prometheus-kubernetes.yml's
-/// job does (TLS, basic authentication), finds every series of the one in the other.
+/// TLS without a password within a second of `podman start`; and Prometheus 3.5 (and 2.42),
+/// scraping it and the same binary outside a container as
+/// examples/prometheus/prometheus-kubernetes.yml's job does (TLS, basic authentication), finds
+/// every series of the one in the other: the BPF mode's program loaded in both where the
+/// host's is (`bpf` passes the profile).
 ///
 /// Oracle: podman 4.3 with runc 1.1; the kernel (/proc/PID/status of the container's process:
-/// CapEff, CapBnd, NoNewPrivs, Seccomp); curl, as the kubelet's HTTPS probe; Prometheus 3.5.
+/// CapEff, CapBnd, NoNewPrivs, Seccomp); curl, as the kubelet's HTTPS probe; Prometheus 3.5
+/// and 2.42.
 #[test]
 fn the_daemonset_in_the_image_serves_prometheus_what_it_serves_outside() {
     serve_or_skip!();
@@ -360,7 +363,6 @@ fn the_daemonset_in_the_image_serves_prometheus_what_it_serves_outside() {
     let Some((container, _)) = daemonset() else {
         skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
     };
-    tool_or_skip!(Release::Sid, "prometheus");
     let scratch = Scratch::new("image");
     let web = web_config(&scratch.0);
     let command = command_of(&container);
@@ -425,10 +427,25 @@ fn the_daemonset_in_the_image_serves_prometheus_what_it_serves_outside() {
     outside.args(&args);
     let outside = Exporter::spawn(outside);
     let inside: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let jobs = scrape_job(inside, &scratch.0).replace("counterhal-kubernetes", "counterhal-image")
-        + &scrape_job(outside.address, &scratch.0)
-            .replace("counterhal-kubernetes", "counterhal-host");
-    let prometheus = Prometheus::start_with(Release::Sid, "image", &jobs, "");
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        same_series_through(release, inside, outside.address, &scratch.0);
+    }
+}
+
+/// The body of the test above for `release`: its Prometheus scraping the exporter in the
+/// container at `inside` and the one outside at `outside` as prometheus-kubernetes.yml's job
+/// does (its files in `dir`) finds the same series in both.
+fn same_series_through(
+    release: Release,
+    inside: std::net::SocketAddr,
+    outside: std::net::SocketAddr,
+    dir: &Path,
+) {
+    tool_or_skip!(release, "prometheus");
+    let jobs = scrape_job(inside, dir).replace("counterhal-kubernetes", "counterhal-image")
+        + &scrape_job(outside, dir).replace("counterhal-kubernetes", "counterhal-host");
+    let prometheus = Prometheus::start_with(release, "image", &jobs, "");
     let waited = Instant::now();
     while prometheus.query("up{job=~\"counterhal-.*\"} == 1").len() < 2 {
         assert!(
@@ -453,7 +470,7 @@ fn the_daemonset_in_the_image_serves_prometheus_what_it_serves_outside() {
         }
         differences = format!("in the container, missing {missing:?}; more {more:?}");
     }
-    panic!("{differences}");
+    panic!("{}: {differences}", release.name());
 }
 
 /// The container `name`'s process holds CAP_PERFMON and CAP_BPF (bits 38 and 39) and no other
