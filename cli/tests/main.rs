@@ -38,6 +38,8 @@ mod serve_follow;
 #[cfg(feature = "serve")]
 mod serve_hostile;
 #[cfg(feature = "serve")]
+mod serve_image;
+#[cfg(feature = "serve")]
 mod serve_kubernetes;
 #[cfg(feature = "serve")]
 mod serve_logs;

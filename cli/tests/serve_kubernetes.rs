@@ -417,7 +417,7 @@ fn daemonset_args(container: &serde_json::Value, root: &str, web: &Path) -> Vec<
 
 /// web-config.yml in `dir` with the test's certificate and key as the names it gives, and the
 /// test user's hash (cli/tests/fixtures/tls) for the example's, which serve refuses.
-fn web_config(dir: &Path) -> std::path::PathBuf {
+pub fn web_config(dir: &Path) -> std::path::PathBuf {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
     let text = read(&repository("examples/prometheus/web-config.yml"));
     let placeholder = text
@@ -457,7 +457,7 @@ fn web_config(dir: &Path) -> std::path::PathBuf {
 /// basic authentication as written, with the test's CA, password file and certificate name
 /// (the fixture's is `localhost`) for its paths, and `target` for its Kubernetes discovery,
 /// which Debian's Prometheus is built without.
-fn scrape_job(target: std::net::SocketAddr, dir: &Path) -> String {
+pub fn scrape_job(target: std::net::SocketAddr, dir: &Path) -> String {
     let path = repository("examples/prometheus/prometheus-kubernetes.yml");
     let config = yaml_documents(&path).expect("PyYAML").remove(0);
     let mut job = config["scrape_configs"][0].clone();

@@ -315,6 +315,42 @@ fn tls_and_basic_auth_serve_curl_and_prometheus_and_refuse_the_rest() {
     );
 }
 
+/// The probe paths `/-/healthy` and `/-/ready` answer over TLS without credentials, as a
+/// Kubernetes `httpGet` probe asks (no `Authorization`, the certificate not verified), and say
+/// nothing of what is counted; every other path still asks for the user.
+///
+/// Oracle: curl (OpenSSL), as the kubelet's probe, with `--insecure` as its HTTPS probe skips
+/// verification; Prometheus' own `/-/healthy` and `/-/ready`, whose names these are.
+#[test]
+fn probes_answer_without_credentials_and_reveal_nothing() {
+    serve_or_skip!();
+    if !curl_installed() {
+        skip!(Need::Tools, "curl is not installed");
+    }
+    let web = WebFile::new(
+        "probes",
+        &tls_config(&format!("basic_auth_users:\n  prometheus: {}\n", hash())),
+    );
+    let exporter = Exporter::start(&["-e", "task-clock", "--web.config.file", web.arg()]);
+    for (path, said) in [
+        ("/-/healthy", "counterhal serve is Healthy.\n"),
+        ("/-/ready", "counterhal serve is Ready.\n"),
+    ] {
+        let url = format!("https://{}{path}", exporter.address);
+        let (code, text) = curl(&["--insecure"], &url);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.starts_with("HTTP/1.1 200"), "{path}: {text}");
+        assert!(text.ends_with(said), "{path}: {text}");
+        assert!(!text.contains("task-clock"), "{path}: {text}");
+    }
+    for path in ["/", "/metrics", "/-/other"] {
+        let url = format!("https://{}{path}", exporter.address);
+        let (code, text) = curl(&["--insecure"], &url);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.starts_with("HTTP/1.1 401"), "{path}: {text}");
+    }
+}
+
 /// Prometheus of `release` scraping `exporter` over TLS (its CA `ca`) with the right password
 /// finds it up, with a wrong one down.
 fn prometheus_over_tls(release: Release, exporter: &Exporter, ca: &str) {

@@ -99,7 +99,24 @@ fn stage(release: Release, tag: &str) -> PathBuf {
     }
     let installed = install::lib().join(format!("{}.0.0", release.soname()));
     std::fs::copy(&installed, stage.join("lib/libpapi.so")).unwrap();
+    stage_papi_tests(&stage);
     let manifest = crate::common::manifest();
+    for program in ["release.c", "mixed_release.c"] {
+        std::fs::copy(
+            manifest.join("tests/c").join(program),
+            stage.join("work").join(program),
+        )
+        .unwrap();
+    }
+    stage
+}
+
+/// This crate's `ctests/run` and `include/` (our headers, which PAPI's tests are checked to
+/// compile against) copied into `stage`'s `papi/`, as a root sees them.
+pub fn stage_papi_tests(stage: &Path) {
+    let manifest = crate::common::manifest();
+    std::fs::create_dir_all(stage.join("papi/ctests")).unwrap();
+    std::fs::create_dir_all(stage.join("papi/include/papi-7.2")).unwrap();
     std::fs::copy(manifest.join("ctests/run"), stage.join("papi/ctests/run")).unwrap();
     for header in [
         "papi.h",
@@ -115,14 +132,6 @@ fn stage(release: Release, tag: &str) -> PathBuf {
         )
         .unwrap();
     }
-    for program in ["release.c", "mixed_release.c"] {
-        std::fs::copy(
-            manifest.join("tests/c").join(program),
-            stage.join("work").join(program),
-        )
-        .unwrap();
-    }
-    stage
 }
 
 /// Where a root sees the stage.
@@ -131,10 +140,22 @@ pub const STAGE_IN_ROOT: &str = "/var/tmp/counterhal-lab";
 /// Runs `script` with bash in `root`, by chroot in a mount namespace of its own (the host's
 /// /proc, /sys and /dev bound in, `stage` at [`STAGE_IN_ROOT`]: nothing stays mounted after).
 pub fn in_root(root: &Path, stage: &Path, script: &str) -> Output {
+    in_root_over(root, None, stage, script)
+}
+
+/// [`in_root`], in an overlay of `root` where `overlay` names a folder for it (the root's
+/// changes go to its `upper/`, and the root itself is never written).
+pub fn in_root_over(root: &Path, overlay: Option<&Path>, stage: &Path, script: &str) -> Output {
     Command::new("unshare")
         .args(["--mount", "--propagation", "private", "sh", "-ec"])
         .arg(
-            r#"root=$1 stage=$2 script=$3
+            r#"root=$1 overlay=$2 stage=$3 script=$4
+if [ -n "$overlay" ]; then
+    mkdir -p "$overlay/upper" "$overlay/work" "$overlay/merged"
+    mount -t overlay overlay \
+        -o "lowerdir=$root,upperdir=$overlay/upper,workdir=$overlay/work" "$overlay/merged"
+    root=$overlay/merged
+fi
 for fs in proc sys dev; do mount --rbind "/$fs" "$root/$fs"; done
 mkdir -p "$root/var/tmp/counterhal-lab"
 mount --bind "$stage" "$root/var/tmp/counterhal-lab"
@@ -142,6 +163,7 @@ exec chroot "$root" /bin/bash -ec "$script""#,
         )
         .arg("sh")
         .arg(root)
+        .arg(overlay.unwrap_or(Path::new("")))
         .arg(stage)
         .arg(script)
         .output()

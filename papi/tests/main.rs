@@ -15,6 +15,7 @@ mod fortran;
 mod header;
 mod high_level;
 mod overflow;
+mod packages;
 mod powercap;
 mod profile;
 mod rates;

@@ -1,6 +1,7 @@
 //! The scrape handler: `/metrics` renders the counts under the exporter's lock, in the format
 //! the `Accept` header asks for; `/` a page naming what is counted and what did not open;
-//! anything else 404. It knows nothing of connections, users, headers or compression (the
+//! `/-/healthy` and `/-/ready`, Prometheus' probe paths, a line that says so to anyone (no
+//! lock, nothing counted or named); anything else 404. It knows nothing of connections, users, headers or compression (the
 //! transport's and the layer's).
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -59,10 +60,23 @@ impl Handler for Scrape {
                 answer
             }
             "/" => Response::new(200, "text/html; charset=utf-8", index(&self.lock())),
+            // It listens only once its events are open and its configuration read, so an
+            // answer is both.
+            HEALTHY => Response::text(200, "counterhal serve is Healthy."),
+            READY => Response::text(200, "counterhal serve is Ready."),
             _ => Response::text(404, "not found: try /metrics"),
         }
     }
+
+    fn public(&self, path: &str) -> bool {
+        matches!(path, HEALTHY | READY)
+    }
 }
+
+/// The liveness probe's path, as Prometheus names its own.
+const HEALTHY: &str = "/-/healthy";
+/// The readiness probe's path, as Prometheus names its own.
+const READY: &str = "/-/ready";
 
 /// The `/` page: what is counted, what did not open.
 fn index(exporter: &Exporter) -> Vec<u8> {

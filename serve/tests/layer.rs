@@ -10,7 +10,7 @@ use base64::Engine as _;
 use counterhal_serve::http::{Handler, Header, Layer, Request, Response, WebConfigFile};
 
 /// A handler that answers every request 200 with its path a hundred times over (compressible
-/// except for `/page`), and counts the requests it is handed.
+/// except for `/page`), and counts the requests it is handed; `/-/ready` is public.
 struct Echo(Arc<AtomicUsize>);
 
 impl Handler for Echo {
@@ -20,6 +20,10 @@ impl Handler for Echo {
         let mut answer = Response::new(200, "text/plain; charset=utf-8", body);
         answer.compressible = request.path() != "/page";
         answer
+    }
+
+    fn public(&self, path: &str) -> bool {
+        path == "/-/ready"
     }
 }
 
@@ -57,6 +61,16 @@ fn request<'a>(method: &'a str, target: &'a str, headers: &'a [Header<'a>]) -> R
         target,
         headers,
     }
+}
+
+/// A web configuration of the user `prometheus` (password `scrape-me`), a rate limit of
+/// `burst` requests and no more for an hour, and a header for every answer.
+fn guarded(burst: u32) -> String {
+    let hash = bcrypt::hash("scrape-me", 4).unwrap();
+    format!(
+        "basic_auth_users:\n  prometheus: {hash}\nrate_limit:\n  interval: 1h\n  burst: {burst}\n\
+         http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+    )
 }
 
 /// A header line.
@@ -115,12 +129,7 @@ fn only_get_and_head_without_a_body_reach_the_handler() {
 /// `bcrypt` crate's, which the toolkit's Go bcrypt verifies.
 #[test]
 fn users_rate_limit_and_headers_are_the_web_configurations() {
-    let hash = bcrypt::hash("scrape-me", 4).unwrap();
-    let yaml = format!(
-        "basic_auth_users:\n  prometheus: {hash}\nrate_limit:\n  interval: 1h\n  burst: 4\n\
-         http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
-    );
-    let (layer, handed, file) = echo(Some(&yaml));
+    let (layer, handed, file) = echo(Some(&guarded(4)));
     let config = layer.current();
     let basic = |credentials: &str| {
         let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
@@ -154,6 +163,34 @@ fn users_rate_limit_and_headers_are_the_web_configurations() {
     );
     let refused = layer.refuse(431, "too many header lines", config.as_deref());
     assert_eq!(refused.header("X-Frame-Options"), Some("deny"));
+    if let Some(dir) = file.as_deref().and_then(|f| f.parent()) {
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
+
+/// A path the handler calls public (a probe's) is answered without credentials and past the
+/// rate limit, with the configured headers, while every other path still needs both; its
+/// method and body are refused as any request's.
+///
+/// Oracle: the Kubernetes probe (an `httpGet` sends no `Authorization`) and Prometheus'
+/// `/-/ready`, which a probe asks for.
+#[test]
+fn a_public_path_needs_no_credentials_and_no_rate() {
+    let (layer, handed, file) = echo(Some(&guarded(2)));
+    let config = layer.current();
+    let statuses: Vec<u16> = ["/metrics", "/-/ready", "/metrics", "/-/ready", "/metrics"]
+        .iter()
+        .map(|path| {
+            let answer = layer.answer(&request("GET", path, &[]), config.as_deref());
+            assert_eq!(answer.header("X-Frame-Options"), Some("deny"), "{path}");
+            answer.status
+        })
+        .collect();
+    // The burst of 2 is spent by /metrics alone; /-/ready takes none of it.
+    assert_eq!(statuses, [401, 200, 401, 200, 429]);
+    assert_eq!(handed.load(SeqCst), 2, "the two probes alone are handed on");
+    let posted = layer.answer(&request("POST", "/-/ready", &[]), config.as_deref());
+    assert_eq!(posted.status, 405);
     if let Some(dir) = file.as_deref().and_then(|f| f.parent()) {
         std::fs::remove_dir_all(dir).ok();
     }

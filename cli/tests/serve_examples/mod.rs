@@ -1,6 +1,7 @@
 //! The files for running `counterhal serve` on a fleet, held to what the command does:
-//! examples/prometheus (the scrape config, the recording rules, the Kubernetes DaemonSet;
-//! the Grafana dashboard in [`dashboard`]) and dist/counterhal-serve.service ([`systemd`]).
+//! examples/prometheus (the scrape config, the recording rules; the Grafana dashboard in
+//! [`dashboard`]), examples/kubernetes (the DaemonSet here, every manifest against the
+//! schemas in [`kubernetes`]) and dist/counterhal-serve.service ([`systemd`]).
 //!
 //! Oracles: the built command (the rules file is its output, and the DaemonSet's and the
 //! unit's arguments are arguments it takes, counting what the rules read); promtool of
@@ -9,6 +10,7 @@
 //! POSIX basic regular expressions as `regcomp` reads them).
 
 mod dashboard;
+mod kubernetes;
 mod panels;
 mod systemd;
 
@@ -150,7 +152,7 @@ pub fn yaml_documents(path: &Path) -> Option<Vec<serde_json::Value>> {
 /// The DaemonSet's container (daemonset.yaml's one document, checked to be one), with its
 /// pod's spec; `None` without PyYAML.
 pub fn daemonset() -> Option<(serde_json::Value, serde_json::Value)> {
-    let documents = yaml_documents(&repository("examples/prometheus/daemonset.yaml"))?;
+    let documents = yaml_documents(&repository("examples/kubernetes/daemonset.yaml"))?;
     assert_eq!(documents.len(), 1, "{documents:?}");
     let pod = documents[0]["spec"]["template"]["spec"].clone();
     let containers = pod["containers"].as_array().unwrap();
@@ -365,10 +367,11 @@ fn web_config_passes_promtool_of(release: Release, path: &Path) {
 }
 
 /// The DaemonSet is YAML (PyYAML reads it) whose pod counts with CAP_PERFMON and CAP_BPF
-/// alone (every other capability dropped, no privilege escalation, a read-only root),
-/// outside the host's PID namespace, as system-node-critical, with the host's cgroup file
-/// system mounted read-only where serve finds it and its web configuration from a Secret, on
-/// the node's port 19110, ready once listening, within limits; and its command is one the
+/// alone (every other capability dropped, no privilege escalation, a read-only root, the
+/// shipped seccomp profile), outside the host's PID namespace, as system-node-critical, in the
+/// namespace counterhal, with the host's cgroup file system mounted read-only where serve
+/// finds it and its web configuration from a Secret, on the node's port 19110, probed over
+/// TLS on the paths that need no password, within limits; and its command is one the
 /// built command takes, counting the events the rules file reads, following each pod's cgroup
 /// and no container's.
 #[test]
@@ -379,7 +382,7 @@ fn daemonset_counts_what_the_rules_read_with_perfmon_and_bpf_alone() {
             "python3 with PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
         );
     };
-    let documents = yaml_documents(&repository("examples/prometheus/daemonset.yaml")).unwrap();
+    let documents = yaml_documents(&repository("examples/kubernetes/daemonset.yaml")).unwrap();
     let set = &documents[0];
     assert_eq!(set["apiVersion"], "apps/v1");
     assert_eq!(set["kind"], "DaemonSet");
@@ -391,8 +394,22 @@ fn daemonset_counts_what_the_rules_read_with_perfmon_and_bpf_alone() {
     assert_eq!(pod["priorityClassName"], "system-node-critical");
     assert_ne!(pod["hostPID"], true, "serve needs no host PID namespace");
     let container = &container;
-    let readiness = &container["readinessProbe"]["tcpSocket"]["port"];
-    assert_eq!(readiness, "metrics", "{}", container["readinessProbe"]);
+    for (probe, path) in [
+        ("readinessProbe", "/-/ready"),
+        ("livenessProbe", "/-/healthy"),
+    ] {
+        let get = &container[probe]["httpGet"];
+        assert_eq!(get["path"], path, "{}", container[probe]);
+        assert_eq!(get["port"], "metrics", "{}", container[probe]);
+        assert_eq!(get["scheme"], "HTTPS", "{}", container[probe]);
+    }
+    assert_eq!(
+        pod["securityContext"]["seccompProfile"],
+        serde_json::json!({"type": "Localhost", "localhostProfile": "counterhal-serve.json"}),
+        "the shipped profile, as the kubelet names a file of its seccomp folder"
+    );
+    assert!(repository("examples/kubernetes/seccomp/counterhal-serve.json").is_file());
+    assert_eq!(set["metadata"]["namespace"], "counterhal");
 
     let security = &container["securityContext"];
     assert_eq!(

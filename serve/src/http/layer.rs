@@ -1,6 +1,7 @@
 //! The layer between the transport and the handler, as exporter-toolkit's `web.ListenAndServe`
 //! wraps a handler (its `webHandler`): with `--web.config.file`, the rate limit (429) and the
-//! users' credentials (401) first; then what this server takes (`GET` and `HEAD`, 405 for the
+//! users' credentials (401) first, except on the paths the handler calls public (the
+//! probes'); then what this server takes (`GET` and `HEAD`, 405 for the
 //! rest; no request body, 413); then the handler; then gzip for a client that asks
 //! (`Accept-Encoding`, negotiated as promhttp negotiates it) where the answer may be
 //! compressed; and on every answer `Cache-Control: no-store` and the configured headers.
@@ -73,10 +74,11 @@ impl Layer {
     }
 
     /// Why `request` is not handed to the handler, as the answer that says it; `None` where
-    /// it is: the rate limit before any bcrypt, then the credentials, then the method and
-    /// the body.
+    /// it is: the rate limit before any bcrypt, then the credentials (neither on a public
+    /// path), then the method and the body.
     fn refusal(&self, request: &Request<'_>, config: Option<&WebConfig>) -> Option<Response> {
-        if let (Some(file), Some(config)) = (&self.web, config) {
+        let public = self.handler.public(request.path());
+        if let (Some(file), Some(config), false) = (&self.web, config, public) {
             match file.admit(config, request.header_bytes("authorization")) {
                 Verdict::Allowed => {}
                 Verdict::TooMany => return Some(Response::text(429, "over the rate limit")),

@@ -108,6 +108,13 @@ impl Response {
 pub trait Handler: Send + Sync {
     /// The answer to `request`.
     fn handle(&self, request: &Request<'_>) -> Response;
+
+    /// Whether `path` is answered to anyone, past the users and the rate limit of the web
+    /// configuration: a probe's path that reveals nothing and costs nothing. None by default.
+    fn public(&self, path: &str) -> bool {
+        let _ = path;
+        false
+    }
 }
 
 /// A status's reason phrase (RFC 9110's), for the status line.

@@ -1,0 +1,539 @@
+//! The image (dist/Containerfile, made by scripts/image from the counterhal package of
+//! scripts/debs, saved beside the packages) run as its users run it: the DaemonSet's
+//! container (examples/kubernetes/daemonset.yaml: the capabilities PERFMON and BPF alone, no
+//! new privileges, a read-only root, the host's cgroup tree read-only, the shipped seccomp
+//! profile) and a user's `stat`, under podman with runc, as root; scraped by Prometheus 3.5
+//! over TLS with basic authentication beside the same binary run outside a container.
+//!
+//! Oracles: Debian 12's podman 4.3 and runc 1.1 (what the runtime grants, as the kernel's
+//! /proc/PID/status shows it), the kernel's seccomp (perf_event_open refused under podman's
+//! own default profile, golang-github-containers-common 0.50's), Prometheus 3.5 (Debian sid's,
+//! the current-releases lab's), curl as the kubelet's probe.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::serve::Exporter;
+use crate::serve_examples::{Scratch, command_of, daemonset, repository, runs};
+use crate::serve_kubernetes::{scrape_job, web_config};
+use crate::serve_prometheus::Prometheus;
+use counterhal_conformance::fixtures::prometheus::Release;
+use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// The most the image may weigh, unpacked (issue 77).
+const MOST_BYTES: u64 = 15_000_000;
+/// The seccomp profile shipped beside the manifests.
+const PROFILE: &str = "examples/kubernetes/seccomp/counterhal-serve.json";
+/// The folder of the CI's builds (scripts/debs and scripts/image write there).
+const DIST: &str = "COUNTERHAL_DIST";
+
+/// Where scripts/debs and scripts/image wrote: `COUNTERHAL_DIST`, else `dist/` of the target
+/// folder this test binary was built in.
+pub fn dist() -> PathBuf {
+    if let Some(dir) = std::env::var_os(DIST) {
+        return dir.into();
+    }
+    let exe = std::env::current_exe().unwrap();
+    // target/debug/deps/main-HASH
+    exe.ancestors().nth(3).unwrap().join("dist")
+}
+
+/// The image loaded into podman's store from its archive (once a process): its id, or why it
+/// cannot be.
+fn loaded() -> &'static Result<String, String> {
+    static LOADED: OnceLock<Result<String, String>> = OnceLock::new();
+    LOADED.get_or_init(|| {
+        let archive = dist().join(format!(
+            "counterhal-image_{}_amd64.tar",
+            env!("CARGO_PKG_VERSION")
+        ));
+        if !archive.is_file() {
+            return Err(format!(
+                "no image at {} (scripts/debs, then scripts/image, make it)",
+                archive.display()
+            ));
+        }
+        let out = podman(&["load", "-q", "-i", archive.to_str().unwrap()]);
+        if !out.status.success() {
+            return Err(format!("podman load: {}", stderr(&out)));
+        }
+        let tag = format!("localhost/counterhal:{}", env!("CARGO_PKG_VERSION"));
+        let id = podman(&["image", "inspect", "--format", "{{.Id}}", &tag]);
+        Ok(stdout(&id).trim().to_string())
+    })
+}
+
+/// The image's id, or a skip through the door: podman and runc run containers as root only
+/// here, and the image must have been built.
+macro_rules! image_or_skip {
+    () => {{
+        linux_or_skip!();
+        if !running_as_root() {
+            skip!(Need::Privilege, "podman runs the image as root here");
+        }
+        if !runs("podman", &["--version"]) || !runs("runc", &["--version"]) {
+            skip!(
+                Need::Tools,
+                "podman and runc are not installed (apt-get install podman runc)"
+            );
+        }
+        match loaded() {
+            Ok(id) => id.clone(),
+            Err(why) => skip!(Need::Tools, "{why}"),
+        }
+    }};
+}
+
+/// `podman ARGS`.
+fn podman(args: &[&str]) -> Output {
+    Command::new("podman")
+        .args(args)
+        .output()
+        .expect("run podman")
+}
+
+/// This process's soft limit `name` (a line of /proc/self/limits: `Max open files`), at most
+/// `most`, which a container may be given: podman asks for more than these machines' hard
+/// limits by default, and runc, raising one past its own hard limit, fails.
+fn limit(name: &str, most: u64) -> u64 {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    limits
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|l| l.split_whitespace().next())
+        .map_or(1024, |soft| soft.parse().unwrap_or(most).min(most))
+}
+
+/// The options of `podman run` or `create` for the DaemonSet's container: runc, the
+/// capabilities PERFMON and BPF and no other, no new privileges, a read-only root, limits at
+/// this process's, the profile where `profiled` (podman's default profile elsewhere).
+fn confined(profiled: bool) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--runtime",
+        "runc",
+        "--cap-drop",
+        "all",
+        "--cap-add",
+        "CAP_PERFMON,CAP_BPF",
+        "--security-opt",
+        "no-new-privileges",
+        "--read-only",
+    ]
+    .map(String::from)
+    .to_vec();
+    let (files, tasks) = (limit("Max open files", 65536), limit("Max processes", 4096));
+    args.extend([
+        "--ulimit".into(),
+        format!("nofile={files}:{files}"),
+        "--ulimit".into(),
+        format!("nproc={tasks}:{tasks}"),
+    ]);
+    if profiled {
+        let profile = repository(PROFILE);
+        args.extend([
+            "--security-opt".into(),
+            format!("seccomp={}", profile.display()),
+        ]);
+    }
+    args
+}
+
+/// `podman run --rm` of the image `id` confined as the DaemonSet's container (with the
+/// profile where `profiled`), with `counterhal ARGS`.
+fn run_confined(id: &str, profiled: bool, args: &[&str]) -> Output {
+    let mut command = Command::new("podman");
+    command
+        .arg("run")
+        .arg("--rm")
+        .args(confined(profiled))
+        .arg(id);
+    command.args(args).output().expect("run podman")
+}
+
+/// The image weighs at most 15 MB unpacked, carries the OCI labels of its version (the
+/// workspace's), source and revision, has the command as its entry point (serving on port
+/// 19110 without arguments), and holds no shell.
+///
+/// Oracle: podman 4.3 (`image inspect`, and its runtime's exec of a missing file).
+#[test]
+fn the_image_is_small_labelled_and_has_no_shell() {
+    let id = image_or_skip!();
+    let size = podman(&["image", "inspect", "--format", "{{.Size}}", &id]);
+    let size: u64 = stdout(&size).trim().parse().expect("a size");
+    eprintln!("the image: {size} bytes");
+    assert!(size <= MOST_BYTES, "{size} bytes, past {MOST_BYTES}");
+    let labels = podman(&["image", "inspect", "--format", "{{json .Labels}}", &id]);
+    let labels: serde_json::Value = serde_json::from_str(&stdout(&labels)).unwrap();
+    let label = |name: &str| {
+        labels[format!("org.opencontainers.image.{name}")]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(label("version"), env!("CARGO_PKG_VERSION"), "{labels}");
+    assert!(!label("source").is_empty(), "{labels}");
+    let revision = label("revision");
+    assert!(
+        revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{labels}"
+    );
+    let config = podman(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{json .Config.Entrypoint}} {{json .Config.Cmd}} {{json .Config.ExposedPorts}}",
+        &id,
+    ]);
+    assert_eq!(
+        stdout(&config).trim(),
+        r#"["/usr/bin/counterhal"] ["serve","--listen","0.0.0.0:19110"] {"19110/tcp":{}}"#,
+        "the command is the entry point, serving by default"
+    );
+    let shell = Command::new("podman")
+        .args([
+            "run",
+            "--rm",
+            "--runtime",
+            "runc",
+            "--entrypoint",
+            "/bin/sh",
+        ])
+        .args(confined(true))
+        .args([&id, "-c", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&shell).contains("stat /bin/sh: no such file or directory"),
+        "a shell in the image: {}",
+        stderr(&shell)
+    );
+}
+
+/// The shipped profile is podman's default (golang-github-containers-common's) as it applies
+/// to the DaemonSet's container, and perf_event_open and bpf besides: what it allows past the
+/// default's unconditional and x86-64 rules is those two calls, and scripts/seccomp-profile
+/// makes it again from the default installed here.
+///
+/// Oracle: containers-common's /usr/share/containers/seccomp.json (read here, not by the
+/// script).
+#[test]
+fn the_profile_is_the_runtimes_default_and_two_calls() {
+    let default = Path::new("/usr/share/containers/seccomp.json");
+    if !default.is_file() {
+        skip!(
+            Need::Tools,
+            "no podman default profile (apt-get install golang-github-containers-common)"
+        );
+    }
+    let json = |path: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let allowed = |profile: &serde_json::Value, applies: &dyn Fn(&serde_json::Value) -> bool| {
+        let mut names = BTreeSet::new();
+        for rule in profile["syscalls"].as_array().unwrap() {
+            if rule["action"] == "SCMP_ACT_ALLOW" && applies(rule) {
+                for name in rule["names"].as_array().unwrap() {
+                    names.insert(name.as_str().unwrap().to_string());
+                }
+            }
+        }
+        names
+    };
+    let ours = allowed(&json(&repository(PROFILE)), &|_| true);
+    let theirs = allowed(&json(default), &|rule| {
+        let includes = &rule["includes"];
+        let arches = includes["arches"].as_array();
+        includes["caps"].as_array().is_none_or(|c| c.is_empty())
+            && arches.is_none_or(|a| a.is_empty() || a.iter().any(|a| a == "amd64"))
+    });
+    let added: Vec<&String> = ours.difference(&theirs).collect();
+    assert_eq!(added, ["bpf", "perf_event_open"]);
+    let removed: Vec<&String> = theirs.difference(&ours).collect();
+    assert!(
+        removed.is_empty(),
+        "the default's allowed calls refused: {removed:?}"
+    );
+    let check = Command::new(repository("scripts/seccomp-profile"))
+        .arg("--check")
+        .output()
+        .expect("run scripts/seccomp-profile");
+    assert!(
+        check.status.success(),
+        "{}{}",
+        stdout(&check),
+        stderr(&check)
+    );
+}
+
+/// A user's `counterhal stat` in the image counts under the shipped profile (a command, and
+/// every CPU for a time, which the image's sleep measures), and under
+/// podman's default profile is refused with counterhal's hint naming seccomp; so is the
+/// DaemonSet's `serve`.
+///
+/// Oracle: the kernel's seccomp under runc, with podman's default profile
+/// (golang-github-containers-common 0.50, which allows perf_event_open to CAP_SYS_ADMIN alone)
+/// and the shipped one.
+#[test]
+fn stat_counts_in_the_image_with_the_profile_and_names_seccomp_without() {
+    let id = image_or_skip!();
+    let stat = [
+        "stat",
+        "-x,",
+        "-e",
+        "task-clock,page-faults",
+        "--",
+        "/usr/bin/counterhal",
+        "version",
+    ];
+    let counted = run_confined(&id, true, &stat);
+    assert!(counted.status.success(), "{}", stderr(&counted));
+    let page_faults = stderr(&counted)
+        .lines()
+        .find(|l| l.contains(",page-faults,"))
+        .and_then(|l| l.split(',').next()?.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{}", stderr(&counted)));
+    assert!(page_faults > 10, "{}", stderr(&counted));
+    assert!(stdout(&counted).contains(env!("CARGO_PKG_VERSION")));
+    // Every CPU for a while, no command: stat runs the image's sleep.
+    let every_cpu = ["stat", "-a", "-x,", "-e", "task-clock", "--timeout", "300"];
+    let counted = run_confined(&id, true, &every_cpu);
+    assert!(counted.status.success(), "{}", stderr(&counted));
+    let task_clock: f64 = stderr(&counted)
+        .lines()
+        .find(|l| l.contains(",task-clock,"))
+        .and_then(|l| l.split(',').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{}", stderr(&counted)));
+    assert!(task_clock >= 300.0, "{}", stderr(&counted));
+
+    let refused = run_confined(&id, false, &stat);
+    assert!(!refused.status.success(), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused)
+            .contains("a seccomp filter (containers) or an LSM may block perf_event_open"),
+        "{}",
+        stderr(&refused)
+    );
+    let Some((container, _)) = daemonset() else {
+        skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
+    };
+    let command = command_of(&container);
+    let mut serve: Vec<&str> = command[1..].iter().map(String::as_str).collect();
+    let at = serve
+        .iter()
+        .position(|a| *a == "--web.config.file")
+        .unwrap();
+    serve.drain(at..at + 2);
+    let refused = run_confined(&id, false, &serve);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("seccomp"), "{}", stderr(&refused));
+}
+
+/// A container of the test's, removed when dropped.
+struct Container(String);
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        podman(&["rm", "-f", "-t", "1", &self.0]);
+    }
+}
+
+/// Done when (issue 77): the image runs as the DaemonSet says (its command line, its web
+/// configuration from a folder mounted read-only as its Secret is, the host's cgroup tree
+/// read-only, its port published), holding CAP_PERFMON and CAP_BPF and nothing else, with no
+/// new privileges and the shipped seccomp profile's filter; answers its readiness probe over
+/// TLS without a password within a second of `podman start`; and Prometheus 3.5 (and 2.42),
+/// scraping it and the same binary outside a container as
+/// examples/prometheus/prometheus-kubernetes.yml's job does (TLS, basic authentication), finds
+/// every series of the one in the other: the BPF mode's program loaded in both where the
+/// host's is (`bpf` passes the profile).
+///
+/// Oracle: podman 4.3 with runc 1.1; the kernel (/proc/PID/status of the container's process:
+/// CapEff, CapBnd, NoNewPrivs, Seccomp); curl, as the kubelet's HTTPS probe; Prometheus 3.5
+/// and 2.42.
+#[test]
+fn the_daemonset_in_the_image_serves_prometheus_what_it_serves_outside() {
+    serve_or_skip!();
+    let id = image_or_skip!();
+    let Some((container, _)) = daemonset() else {
+        skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
+    };
+    let scratch = Scratch::new("image");
+    let web = web_config(&scratch.0);
+    let command = command_of(&container);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let name = format!("counterhal-test-{}", std::process::id());
+    let created = Command::new("podman")
+        .args(["create", "--name", &name])
+        .args(confined(true))
+        .args(["-p", &format!("127.0.0.1:{port}:19110")])
+        .args(["-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro"])
+        .args([
+            "-v",
+            &format!("{}:/etc/counterhal/web:ro", scratch.0.display()),
+        ])
+        .arg(&id)
+        .args(&command[1..])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{}", stderr(&created));
+    let _container = Container(name.clone());
+    let started = Instant::now();
+    let start = podman(&["start", &name]);
+    assert!(start.status.success(), "{}", stderr(&start));
+    let probe = format!("https://127.0.0.1:{port}/-/ready");
+    loop {
+        let ready = Command::new("curl")
+            .args(["-skf", "--max-time", "1", &probe])
+            .output()
+            .expect("run curl");
+        if ready.status.success() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "not ready: {}",
+            stdout(&podman(&["logs", &name]))
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let ready_in = started.elapsed();
+    eprintln!("ready {ready_in:?} after podman start");
+    assert!(
+        ready_in < Duration::from_secs(1),
+        "ready after {ready_in:?}"
+    );
+    confined_as_the_daemonset_says(&name);
+
+    let binary = packaged_binary(&scratch.0);
+    let mut outside = Command::new(binary);
+    let mut args: Vec<String> = command[1..].to_vec();
+    for (option, value) in [
+        ("--listen", "127.0.0.1:0".to_string()),
+        ("--web.config.file", web.display().to_string()),
+    ] {
+        let at = args.iter().position(|a| a == option).unwrap();
+        args[at + 1] = value;
+    }
+    outside.args(&args);
+    let outside = Exporter::spawn(outside);
+    let inside: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        same_series_through(release, inside, outside.address, &scratch.0);
+    }
+}
+
+/// The body of the test above for `release`: its Prometheus scraping the exporter in the
+/// container at `inside` and the one outside at `outside` as prometheus-kubernetes.yml's job
+/// does (its files in `dir`) finds the same series in both.
+fn same_series_through(
+    release: Release,
+    inside: std::net::SocketAddr,
+    outside: std::net::SocketAddr,
+    dir: &Path,
+) {
+    tool_or_skip!(release, "prometheus");
+    let jobs = scrape_job(inside, dir).replace("counterhal-kubernetes", "counterhal-image")
+        + &scrape_job(outside, dir).replace("counterhal-kubernetes", "counterhal-host");
+    let prometheus = Prometheus::start_with(release, "image", &jobs, "");
+    let waited = Instant::now();
+    while prometheus.query("up{job=~\"counterhal-.*\"} == 1").len() < 2 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "{}",
+            prometheus.health()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // The two follow the host's top-level cgroups, which other tests make and remove: the
+    // same tree is looked for in both scrapes of a moment, a few moments at most.
+    let mut differences = String::new();
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(1500));
+        let image = series(&prometheus, "counterhal-image");
+        let host = series(&prometheus, "counterhal-host");
+        assert!(image.len() > 50, "{image:?}");
+        let missing: Vec<&String> = host.difference(&image).collect();
+        let more: Vec<&String> = image.difference(&host).collect();
+        if missing.is_empty() && more.is_empty() {
+            return;
+        }
+        differences = format!("in the container, missing {missing:?}; more {more:?}");
+    }
+    panic!("{}: {differences}", release.name());
+}
+
+/// The container `name`'s process holds CAP_PERFMON and CAP_BPF (bits 38 and 39) and no other
+/// capability, effective or bounding, runs with no new privileges under a seccomp filter, and
+/// has a read-only root.
+fn confined_as_the_daemonset_says(name: &str) {
+    let pid = podman(&["inspect", "--format", "{{.State.Pid}}", name]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", stdout(&pid).trim())).unwrap();
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map_or(String::new(), |v| v.trim().to_string())
+    };
+    assert_eq!(field("CapEff:"), "000000c000000000", "{status}");
+    assert_eq!(field("CapBnd:"), "000000c000000000", "{status}");
+    assert_eq!(field("NoNewPrivs:"), "1", "{status}");
+    assert_eq!(field("Seccomp:"), "2", "{status}");
+    let root = podman(&[
+        "inspect",
+        "--format",
+        "{{.HostConfig.ReadonlyRootfs}}",
+        name,
+    ]);
+    assert_eq!(stdout(&root).trim(), "true");
+}
+
+/// The counterhal package's binary (the image's), unpacked into `dir`.
+fn packaged_binary(dir: &Path) -> PathBuf {
+    let deb = dist().join(format!(
+        "counterhal_{}-1_amd64.deb",
+        env!("CARGO_PKG_VERSION")
+    ));
+    let unpacked = dir.join("deb");
+    let out = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(&unpacked)
+        .output()
+        .expect("run dpkg-deb");
+    assert!(out.status.success(), "{}: {}", deb.display(), stderr(&out));
+    unpacked.join("usr/bin/counterhal")
+}
+
+/// Every series of `job` that Prometheus holds now: its name and labels but `job`, `instance`
+/// and a BPF program's `id` (for the HTTP families, its name alone: which codes and closes a client met
+/// differs from one exporter to the other).
+fn series(prometheus: &Prometheus, job: &str) -> BTreeSet<String> {
+    let found = prometheus.query(&format!("{{job=\"{job}\"}}"));
+    found
+        .iter()
+        .map(|(labels, _)| {
+            let mut labels: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(labels).unwrap();
+            // bpftool's id of each BPF program, which is each process's own.
+            for own in ["job", "instance", "id"] {
+                labels.remove(own);
+            }
+            let name = labels["__name__"].as_str().unwrap_or_default().to_string();
+            if name.starts_with("counterhal_http_") {
+                return name;
+            }
+            serde_json::Value::Object(labels).to_string()
+        })
+        .collect()
+}
