@@ -320,7 +320,10 @@ fn stat_counts_in_the_image_with_the_profile_and_names_seccomp_without() {
         stderr(&refused)
     );
     let Some((container, _)) = daemonset() else {
-        skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
+        skip!(
+            Need::Tools,
+            "PyYAML is not installed (apt-get install python3-yaml)"
+        );
     };
     let command = command_of(&container);
     let mut serve: Vec<&str> = command[1..].iter().map(String::as_str).collect();
@@ -361,7 +364,10 @@ fn the_daemonset_in_the_image_serves_prometheus_what_it_serves_outside() {
     serve_or_skip!();
     let id = image_or_skip!();
     let Some((container, _)) = daemonset() else {
-        skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
+        skip!(
+            Need::Tools,
+            "PyYAML is not installed (apt-get install python3-yaml)"
+        );
     };
     let scratch = Scratch::new("image");
     let web = web_config(&scratch.0);

@@ -325,7 +325,7 @@ fn tls_and_basic_auth_serve_curl_and_prometheus_and_refuse_the_rest() {
 fn probes_answer_without_credentials_and_reveal_nothing() {
     serve_or_skip!();
     if !curl_installed() {
-        skip!(Need::Tools, "curl is not installed");
+        skip!(Need::Tools, "curl is not installed (apt-get install curl)");
     }
     let web = WebFile::new(
         "probes",

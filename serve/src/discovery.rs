@@ -64,7 +64,7 @@ type Found = (String, PathBuf);
 /// directory was made, removed or renamed in one of the directories walked (inotify, on
 /// Linux: a walk reads every cgroup's directory, 4.9 ms with 1,000 cgroups, and cgroups
 /// change far more rarely than that), and at every look where the directories cannot all be
-/// watched (`fs.inotify.max_user_watches`). The follower (`crate::follower`) waits on the
+/// watched (`fs.inotify.max_user_watches`). The follower thread waits on the
 /// same watch, so that a cgroup made is followed when it appears, not at the next scrape.
 #[derive(Debug, Default)]
 struct Tree {

@@ -105,7 +105,10 @@ fn the_manifests_pass_kubernetes_strict_schemas() {
 #[test]
 fn the_service_monitor_passes_prometheus_operators_schema() {
     let Some(monitor) = document("servicemonitor.yaml") else {
-        skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
+        skip!(
+            Need::Tools,
+            "PyYAML is not installed (apt-get install python3-yaml)"
+        );
     };
     let root = Command::new("npm").args(["root", "-g"]).output();
     let module = root
@@ -171,7 +174,10 @@ fn the_manifests_name_each_other() {
         document("service.yaml"),
         document("servicemonitor.yaml"),
     ) else {
-        skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
+        skip!(
+            Need::Tools,
+            "PyYAML is not installed (apt-get install python3-yaml)"
+        );
     };
     let name = &namespace["metadata"]["name"];
     for object in [&set, &service, &monitor] {
@@ -244,7 +250,10 @@ fn the_manifests_name_each_other() {
 fn the_namespace_is_privileged_since_baseline_refuses_the_pod() {
     let (Some(namespace), Some(set)) = (document("namespace.yaml"), document("daemonset.yaml"))
     else {
-        skip!(Need::Tools, "PyYAML (python3-yaml) is not installed");
+        skip!(
+            Need::Tools,
+            "PyYAML is not installed (apt-get install python3-yaml)"
+        );
     };
     let labels = &namespace["metadata"]["labels"];
     for mode in ["enforce", "audit", "warn"] {

@@ -8,26 +8,9 @@
 
 use super::kubernetes::Pod;
 
-/// The prefixes of a container's cgroup: podman's, containerd's CRI plugin's, CRI-O's,
-/// Docker's.
-const RUNTIME_PREFIXES: [&str; 4] = ["libpod-", "cri-containerd-", "crio-", "docker-"];
-
 /// The parents under which a bare ID is a container's cgroup (the runtimes' cgroupfs
 /// managers: Docker's `docker`, podman's `libpod_parent`).
 const BARE_PARENTS: [&str; 2] = ["docker", "libpod_parent"];
-
-/// The container ID `part` names as a runtime names a container's cgroup (`libpod-<ID>`,
-/// `docker-<ID>.scope`), lower-case; a bare ID where `bare` (a parent that holds them).
-pub(crate) fn id(part: &str, bare: bool) -> Option<String> {
-    let name = part.strip_suffix(".scope").unwrap_or(part);
-    let id = match RUNTIME_PREFIXES.iter().find_map(|p| name.strip_prefix(p)) {
-        Some(id) => id,
-        None if bare => name,
-        None => return None,
-    };
-    let is_id = id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
-    is_id.then(|| id.to_ascii_lowercase())
-}
 
 /// The labels of the container whose cgroup `path` is (or lies below), where a runtime made
 /// it outside a pod: its `container_id`, no pod UID or QoS class.
@@ -35,7 +18,7 @@ pub(crate) fn outside_pod(path: &str) -> Option<Pod> {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let container_id = parts.iter().enumerate().find_map(|(at, part)| {
         let bare = at > 0 && BARE_PARENTS.contains(&parts[at - 1]);
-        id(part, bare)
+        super::container_id(part, bare)
     })?;
     Some(Pod {
         uid: String::new(),

@@ -25,7 +25,7 @@
 //! below a container's cgroup is that container's.
 
 /// The Kubernetes labels of a pod's (or a container's) cgroup; for a container outside
-/// Kubernetes (`super::containers`), its ID alone.
+/// Kubernetes (a runtime's container outside a pod), its ID alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pod {
     /// The pod's UID in the API's form (`metadata.uid`, with `-`): kube-state-metrics'
@@ -178,7 +178,7 @@ fn uid(text: &str) -> Option<String> {
 /// The container ID that a pod's child cgroup `part` names (a runtime's scope or the bare
 /// ID), if it names one.
 fn container(part: &str) -> Option<String> {
-    super::containers::id(part, true)
+    super::container_id(part, true)
 }
 
 #[cfg(test)]

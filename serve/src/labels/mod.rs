@@ -8,3 +8,20 @@ pub(crate) mod cgroup;
 pub(crate) mod containers;
 pub(crate) mod kubernetes;
 pub(crate) mod slurm;
+
+/// The prefixes of a container's cgroup: podman's, containerd's CRI plugin's, CRI-O's,
+/// Docker's.
+const RUNTIME_PREFIXES: [&str; 4] = ["libpod-", "cri-containerd-", "crio-", "docker-"];
+
+/// The container ID `part` names as a runtime names a container's cgroup (`libpod-<ID>`,
+/// `docker-<ID>.scope`), lower-case; a bare ID where `bare` (a parent that holds them).
+pub(crate) fn container_id(part: &str, bare: bool) -> Option<String> {
+    let name = part.strip_suffix(".scope").unwrap_or(part);
+    let id = match RUNTIME_PREFIXES.iter().find_map(|p| name.strip_prefix(p)) {
+        Some(id) => id,
+        None if bare => name,
+        None => return None,
+    };
+    let is_id = id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    is_id.then(|| id.to_ascii_lowercase())
+}
