@@ -8,18 +8,26 @@
 
 use super::kubernetes::Pod;
 
-/// The parents under which a bare ID is a container's cgroup (the runtimes' cgroupfs
-/// managers: Docker's `docker`, podman's `libpod_parent`).
-const BARE_PARENTS: [&str; 2] = ["docker", "libpod_parent"];
+/// Where the runtimes put a container's cgroup outside Kubernetes, at the top of the cgroup
+/// mount, and whether a bare ID names one there: podman's cgroupfs manager
+/// (`libpod_parent/libpod-<ID>`, `libpod_parent/<ID>`), Docker's (`docker/<ID>`), and the
+/// systemd managers' scopes (`machine.slice/libpod-<ID>.scope`,
+/// `system.slice/docker-<ID>.scope`). Only there: the same names in a user's delegated subtree
+/// are that user's cgroups, not a runtime's.
+const PARENTS: [(&str, bool); 4] = [
+    ("libpod_parent", true),
+    ("docker", true),
+    ("machine.slice", false),
+    ("system.slice", false),
+];
 
 /// The labels of the container whose cgroup `path` is (or lies below), where a runtime made
 /// it outside a pod: its `container_id`, no pod UID or QoS class.
 pub(crate) fn outside_pod(path: &str) -> Option<Pod> {
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    let container_id = parts.iter().enumerate().find_map(|(at, part)| {
-        let bare = at > 0 && BARE_PARENTS.contains(&parts[at - 1]);
-        super::container_id(part, bare)
-    })?;
+    let mut parts = path.split('/').filter(|p| !p.is_empty());
+    let (parent, part) = (parts.next()?, parts.next()?);
+    let (_, bare) = PARENTS.iter().find(|(name, _)| *name == parent)?;
+    let container_id = super::container_id(part, *bare)?;
     Some(Pod {
         uid: String::new(),
         container_id,
@@ -53,6 +61,8 @@ mod tests {
         for path in [
             "/libpod_parent".to_string(),
             format!("/user.slice/{ID}"),
+            format!("/app/libpod_parent/libpod-{ID}"),
+            format!("/delegated/docker-{ID}.scope"),
             format!("/libpod_parent/libpod-{}", &ID[1..]),
             "/system.slice/docker.service".to_string(),
         ] {
