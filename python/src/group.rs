@@ -240,7 +240,7 @@ impl Group {
                 _ => self.read_set(&mut state).or_raise(py)?,
             }
         };
-        Ok(Bound::new(py, counts)?.as_any().get_item(key)?.unbind())
+        Ok(Bound::new(py, counts)?.into_any().get_item(key)?.unbind())
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {

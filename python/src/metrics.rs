@@ -204,7 +204,7 @@ impl Metrics {
                 _ => Metrics::values(&mut state).or_raise(py)?,
             }
         };
-        Ok(by_name(py, values)?.as_any().get_item(name)?.unbind())
+        Ok(by_name(py, values)?.into_any().get_item(name)?.unbind())
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
