@@ -1,9 +1,10 @@
 //! `counterhal serve` on a Kubernetes node: a cgroup's series summed over the CPUs (or per
-//! CPU with `--per-cpu`), pods' cgroups labelled with their UID and QoS class, the DaemonSet's
-//! command line scraped by Prometheus over TLS with a password as
+//! CPU with `--per-cpu`), pods' cgroups labelled with their UID and QoS class, and with their
+//! namespace, pod and container names from the kubelet's log directories (`--kubelet-logs`),
+//! the DaemonSet's command line scraped by Prometheus over TLS with a password as
 //! examples/prometheus/prometheus-kubernetes.yml scrapes it, and the kube-state-metrics join
-//! of examples/prometheus/kubernetes-rules.yml evaluated by promtool; Prometheus and promtool
-//! of 2.42 and of 3.5, each test body run against each.
+//! of examples/prometheus/kubernetes-rules.yml evaluated by promtool and by that Prometheus;
+//! Prometheus and promtool of 2.42 and of 3.5, each test body run against each.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -190,6 +191,53 @@ fn a_cgroups_counts_are_summed_over_the_cpus_unless_per_cpu() {
 /// A pod's UID with the systemd driver's escape (`-` as `_`).
 const BURSTABLE: &str = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 const GUARANTEED: &str = "9a8b7c6d-5e4f-3a2b-1c0d-e9f8a7b6c5d4";
+
+/// The container ID of [`Kubepods`]' container `n` (10: the burstable pod's, 11: the
+/// guaranteed pod's).
+fn container_id(n: u8) -> String {
+    format!("{n:x}").repeat(64)
+}
+
+/// The kubelet's log directories below a directory of the test's (the `/var/log` of
+/// `--kubelet-logs`), laid out for [`Kubepods`]' pods as the kubelet lays them out: for a
+/// pod, `pods/<namespace>_<name>_<UID>/` with a directory per container holding its log
+/// (`0.log`, in the CRI's format, which serve never reads); for a started container, the link
+/// `containers/<name>_<namespace>_<container>-<ID>.log` to that log, as the node's path.
+/// Kubernetes 1.31's `pkg/kubelet/kuberuntime` makes them (`BuildPodLogsDirectory`,
+/// `buildContainerLogsPath`, `legacyLogSymlink`). No real kubelet runs here (it needs an API
+/// server and a container runtime it drives, which this machine has not), so the layout is
+/// made by hand from the kubelet's source; serve/src/labels/kubelet_logs.rs holds its names
+/// to that source's functions.
+struct KubeletLogDirs(std::path::PathBuf);
+
+impl KubeletLogDirs {
+    /// The two directories, empty, below `dir`.
+    fn make(dir: &Path) -> KubeletLogDirs {
+        for sub in ["pods", "containers"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        KubeletLogDirs(dir.to_path_buf())
+    }
+
+    /// The pod `namespace`/`name` of `uid`, as made with its sandbox, and its `container`
+    /// of ID `id` with its log and link, as made once it started.
+    fn pod(&self, namespace: &str, name: &str, uid: &str, container: &str, id: &str) {
+        let pod = format!("{namespace}_{name}_{uid}");
+        let logs = self.0.join("pods").join(&pod).join(container);
+        std::fs::create_dir_all(&logs).unwrap();
+        std::fs::write(
+            logs.join("0.log"),
+            "2026-11-28T08:00:00.000000000Z stdout F started\n",
+        )
+        .unwrap();
+        let link = format!("{name}_{namespace}_{container}-{id}.log");
+        std::os::unix::fs::symlink(
+            format!("/var/log/pods/{pod}/{container}/0.log"),
+            self.0.join("containers").join(link),
+        )
+        .unwrap();
+    }
+}
 
 /// A tree of cgroups made as the kubelet's systemd driver makes them below its
 /// `--cgroup-root` `/<root>` (a top-level slice, as kind's `/kubelet` is
@@ -384,11 +432,111 @@ fn a_users_copy_of_the_kubepods_layout_gets_no_pod_labels() {
     );
 }
 
+/// A container's cgroup gets its `container` name with its pod's `namespace` and `pod`, read
+/// from the kubelet's log directories (`--kubelet-logs`: a pod's directory and the container's
+/// link), beside its `container_id` and `pod_uid`; a pod whose directory is not there gets
+/// none of them; and `--kubelet-log-labels` chooses which of the three a series carries. No
+/// real kubelet runs here: the directories are laid out as its source lays them
+/// ([`KubeletLogDirs`]).
+///
+/// Oracle: kubernetes 1.31's pkg/kubelet/kuberuntime (`BuildPodLogsDirectory` and
+/// `legacyLogSymlink`: the names the kubelet gives a pod's log directory and a container's
+/// link), and the containers' scopes as containerd's and CRI-O's systemd cgroups name them
+/// (`cri-containerd-<ID>.scope`, `crio-<ID>.scope`) below the kubelet's systemd driver's pods.
+#[test]
+fn containers_are_named_from_the_kubelets_links_as_chosen() {
+    serve_or_skip!();
+    if !running_as_root() {
+        skip!(Need::Privilege, "making cgroups takes root");
+    }
+    let mount = match counterhal::cgroups::root() {
+        Ok(mount) => mount,
+        Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
+    };
+    let kubelet_root = format!("counterhal_test_{}_names", std::process::id());
+    let _tree = Kubepods::make(&mount, &kubelet_root);
+    let scratch = Scratch::new("kubelet-names");
+    let logs = KubeletLogDirs::make(&scratch.0);
+    logs.pod("shop", "web-7d4b9c", BURSTABLE, "web", &container_id(10));
+    let pattern = format!("^{kubelet_root}[.]slice/.*[.]scope$");
+    let root = format!("/{kubelet_root}");
+    let dir = logs.0.display().to_string();
+    // The two containers' series (the burstable pod's, the guaranteed pod's) in a scrape.
+    let scrape = |more: &[&str]| {
+        let mut args = vec![
+            "-e",
+            "task-clock",
+            "--cgroups",
+            &pattern,
+            "--cgroup-depth",
+            "5",
+        ];
+        args.extend(["--kubelet-cgroup-root", &root, "--kubelet-logs", &dir]);
+        args.extend(more);
+        let exporter = Exporter::start(&args);
+        let (status, text) = get(exporter.address, "/metrics", None);
+        assert_eq!(status, Some(200));
+        let series = samples(&text, "counterhal_event_seconds_total", "cgroup=\"/");
+        let of = |scope: String| {
+            let found: Vec<&(String, f64)> =
+                series.iter().filter(|(l, _)| l.contains(&scope)).collect();
+            assert_eq!(found.len(), 1, "{scope}: {series:?}");
+            found[0].0.clone()
+        };
+        (
+            of(format!("/cri-containerd-{}.scope\"", container_id(10))),
+            of(format!("/crio-{}.scope\"", container_id(11))),
+        )
+    };
+    let (named, unnamed) = scrape(&[]);
+    for label in [
+        "namespace=\"shop\"".to_string(),
+        "pod=\"web-7d4b9c\"".to_string(),
+        "container=\"web\"".to_string(),
+        format!("pod_uid=\"{BURSTABLE}\""),
+        format!("container_id=\"{}\"", container_id(10)),
+    ] {
+        assert!(named.contains(&label), "{label} not in {named}");
+    }
+    for label in ["namespace=", "pod=", "container="] {
+        assert!(
+            !unnamed.contains(&format!(",{label}")),
+            "a pod without its log directory has no {label}: {unnamed}"
+        );
+    }
+    assert!(
+        unnamed.contains(&format!("pod_uid=\"{GUARANTEED}\"")),
+        "{unnamed}"
+    );
+
+    let (only_container, _) = scrape(&["--kubelet-log-labels", "container"]);
+    assert!(
+        only_container.contains("container=\"web\""),
+        "{only_container}"
+    );
+    assert!(
+        !only_container.contains(",namespace=") && !only_container.contains(",pod="),
+        "{only_container}"
+    );
+    let (no_container, _) = scrape(&["--kubelet-log-labels", "namespace,pod"]);
+    assert!(
+        no_container.contains("namespace=\"shop\"") && no_container.contains("pod=\"web-7d4b9c\""),
+        "{no_container}"
+    );
+    assert!(!no_container.contains(",container="), "{no_container}");
+}
+
 /// The DaemonSet's command line (daemonset.yaml, read here so the two cannot drift), with its
 /// paths made the test's: loopback, the web configuration of web-config.yml with the test's
-/// certificate and user, and the kubelet's `--cgroup-root` `/<root>` (the tree is made there,
-/// not at the mount's top): its cgroup pattern below the root's slice, one level down.
-fn daemonset_args(container: &serde_json::Value, root: &str, web: &Path) -> Vec<String> {
+/// certificate and user, the kubelet's log directories below `logs`, and the kubelet's
+/// `--cgroup-root` `/<root>` (the tree is made there, not at the mount's top): its cgroup
+/// pattern below the root's slice, one level down.
+fn daemonset_args(
+    container: &serde_json::Value,
+    root: &str,
+    web: &Path,
+    logs: &Path,
+) -> Vec<String> {
     let command = command_of(container);
     let mut args: Vec<String> = command[1..].to_vec();
     let pattern = after(&args, "--cgroups").expect("--cgroups").to_string();
@@ -407,6 +555,7 @@ fn daemonset_args(container: &serde_json::Value, root: &str, web: &Path) -> Vec<
             format!("^{root}[.]slice/{root}-kubepods[.]slice/{anchored}"),
         ),
         ("--cgroup-depth", (depth + 1).to_string()),
+        ("--kubelet-logs", logs.display().to_string()),
     ] {
         let at = args.iter().position(|a| a == option).unwrap();
         args[at + 1] = value;
@@ -486,12 +635,17 @@ pub fn scrape_job(target: std::net::SocketAddr, dir: &Path) -> String {
 /// and its pattern written below that root's slices, scraped by
 /// Prometheus over TLS with basic authentication as prometheus-kubernetes.yml's job scrapes
 /// it, gives each pod's series its `pod_uid` and `qos_class` (the containers below the
-/// `--cgroup-depth` not followed, their counts in their pod's), and the series carry the
-/// labels kubernetes-rules.test.yml gives counterhal's series.
+/// `--cgroup-depth` not followed, their counts in their pod's), and its `namespace` and `pod`
+/// read from the kubelet's log directories (the DaemonSet's `--kubelet-logs`, a tree of the
+/// test's: [`KubeletLogDirs`]), a pod whose directory is made after its cgroup was followed
+/// included; the series carry the labels kubernetes-rules.test.yml gives counterhal's series,
+/// and kubernetes-rules.yml, evaluated by that Prometheus with no kube-state-metrics, names
+/// the busy pod's `pod:` series from them.
 ///
 /// Oracle: Prometheus 2.42 and 3.5 (each one's scraper over Go's TLS with basic_auth, its
-/// PromQL); the
-/// kubelet's systemd names (kubernetes' pkg/kubelet/cm/cgroup_manager_linux.go `ToSystemd`);
+/// PromQL and rule evaluation); the kubelet's systemd names (kubernetes'
+/// pkg/kubelet/cm/cgroup_manager_linux.go `ToSystemd`) and its log directories' names
+/// (kubernetes 1.31's pkg/kubelet/kuberuntime `BuildPodLogsDirectory`, `legacyLogSymlink`);
 /// the kernel's cgroup events, which count a cgroup's descendants (kernel/events/core.c,
 /// `perf_cgroup_match`: `cgroup_is_descendant`), so the busy container's pod counts it.
 #[test]
@@ -514,22 +668,46 @@ fn the_daemonsets_command_line_gives_prometheus_pod_labels_over_tls() {
     let _tree = Kubepods::make(&root, &kubelet_root);
     let scratch = Scratch::new("daemonset");
     let web = web_config(&scratch.0);
-    let args = daemonset_args(&container, &kubelet_root, &web);
+    // The burstable pod's directory and link are there before serve starts; the guaranteed
+    // pod's are made later (by the first body run), after its cgroup is followed.
+    let logs = KubeletLogDirs::make(&scratch.0.join("log"));
+    logs.pod("shop", "web-7d4b9c", BURSTABLE, "web", &container_id(10));
+    let args = daemonset_args(&container, &kubelet_root, &web, &logs.0);
     let mut command = Command::new(bin());
     command.args(&args);
     let exporter = Exporter::spawn(command);
     for release in Release::ALL {
         eprintln!("== {}", release.name());
-        pod_labels_over_tls_on(release, &exporter, &scratch.0);
+        pod_labels_over_tls_on(release, &exporter, &scratch.0, &logs);
     }
 }
 
+/// counterhal-rules.yml and kubernetes-rules.yml as one rules file's text (their groups in
+/// one list).
+fn kubernetes_rules() -> String {
+    let dir = repository("examples/prometheus");
+    let counterhal = read(&dir.join("counterhal-rules.yml"));
+    let kubernetes = read(&dir.join("kubernetes-rules.yml"));
+    let (_, groups) = kubernetes
+        .split_once("\ngroups:\n")
+        .expect("kubernetes-rules.yml's groups");
+    assert!(counterhal.contains("\ngroups:\n"), "{counterhal}");
+    format!("{counterhal}{groups}")
+}
+
 /// The body of the test above for `release`: its Prometheus scraping `exporter` as
-/// prometheus-kubernetes.yml's job does, with the files of `dir`.
-fn pod_labels_over_tls_on(release: Release, exporter: &Exporter, dir: &Path) {
+/// prometheus-kubernetes.yml's job does, with the files of `dir`, and evaluating
+/// kubernetes-rules.yml; the guaranteed pod's log directory made in `logs` where it is not
+/// there yet.
+fn pod_labels_over_tls_on(
+    release: Release,
+    exporter: &Exporter,
+    dir: &Path,
+    logs: &KubeletLogDirs,
+) {
     tool_or_skip!(release, "prometheus");
     let job = scrape_job(exporter.address, dir);
-    let prometheus = Prometheus::start_with(release, "daemonset", &job, "");
+    let prometheus = Prometheus::start_with(release, "daemonset", &job, &kubernetes_rules());
     let query = "counterhal_event_seconds_total{event=\"task-clock\",pod_uid!=\"\"}";
     let start = Instant::now();
     let pods = loop {
@@ -555,6 +733,13 @@ fn pod_labels_over_tls_on(release: Release, exporter: &Exporter, dir: &Path) {
         burstable.contains("\"qos_class\":\"burstable\""),
         "{burstable}"
     );
+    for name in ["\"namespace\":\"shop\"", "\"pod\":\"web-7d4b9c\""] {
+        assert!(burstable.contains(name), "{name} not in {burstable}");
+    }
+    assert!(
+        !burstable.contains("\"container\""),
+        "a pod's cgroup, no container's: {burstable}"
+    );
     assert!(
         burstable.contains("\"job\":\"counterhal-kubernetes\""),
         "{burstable}"
@@ -573,6 +758,8 @@ fn pod_labels_over_tls_on(release: Release, exporter: &Exporter, dir: &Path) {
         guaranteed.contains("\"qos_class\":\"guaranteed\""),
         "{guaranteed}"
     );
+    named_later(&prometheus, guaranteed, logs);
+    pods_named_without_kube_state_metrics(&prometheus);
 
     // The labels the promtool test gives counterhal's series are the ones served.
     let served: std::collections::BTreeSet<String> =
@@ -600,11 +787,68 @@ fn pod_labels_over_tls_on(release: Release, exporter: &Exporter, dir: &Path) {
     }
 }
 
+/// The guaranteed pod, whose series `guaranteed` has no name while its log directory is not
+/// there, is named once the directory and its container's link are made, as the kubelet
+/// makes them after the pod's cgroup: Prometheus scraping every second finds the names within
+/// 30 s.
+fn named_later(prometheus: &Prometheus, guaranteed: &str, logs: &KubeletLogDirs) {
+    let pod = "etcd-node-a";
+    if !logs
+        .0
+        .join("pods")
+        .join(format!("kube-system_{pod}_{GUARANTEED}"))
+        .exists()
+    {
+        assert!(
+            !guaranteed.contains("\"namespace\"") && !guaranteed.contains("\"pod\""),
+            "named before its log directory was made: {guaranteed}"
+        );
+        logs.pod("kube-system", pod, GUARANTEED, "etcd", &container_id(11));
+    }
+    let query = format!(
+        "counterhal_event_seconds_total{{event=\"task-clock\",pod_uid=\"{GUARANTEED}\",\
+         namespace=\"kube-system\",pod=\"{pod}\"}}"
+    );
+    let start = Instant::now();
+    while prometheus.query(&query).len() != 1 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the guaranteed pod not named in 30 s: {:?}",
+            prometheus.query("counterhal_event_seconds_total{event=\"task-clock\",pod_uid!=\"\"}")
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// kubernetes-rules.yml's `pod:` series, with no kube_pod_info in this Prometheus, name the
+/// busy pod from the names serve read, its CPUs utilized above 0 (the busy loop's; its
+/// rate1m is small until a minute of samples, rate() dividing by the whole window).
+fn pods_named_without_kube_state_metrics(prometheus: &Prometheus) {
+    let query = "pod:counterhal_CPUs_utilized:rate1m{namespace=\"shop\",pod=\"web-7d4b9c\"}";
+    let start = Instant::now();
+    let named = loop {
+        let named = prometheus.query(query);
+        if !named.is_empty() {
+            break named;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no pod: series of the busy pod in 60 s: {}",
+            prometheus.health()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert_eq!(named.len(), 1, "{named:?}");
+    assert!(named[0].0.contains(BURSTABLE), "{named:?}");
+    assert!(named[0].1 > 0.0, "the busy loop's CPUs utilized: {named:?}");
+}
+
 /// The kube-state-metrics join of kubernetes-rules.yml, over counterhal-rules.yml's series:
-/// a pod kube_pod_info names (from two replicas) gets its namespace and name, one it does not
-/// name gets no joined series.
+/// a pod kube_pod_info names (from two replicas) and serve names too (`--kubelet-logs`) gets
+/// one series with its namespace and name, one serve alone names gets serve's names, one
+/// neither names gets no `pod:` series.
 ///
-/// Oracle: the `test rules` of promtool 2.42 and 3.5 (PromQL's `group_left` and
+/// Oracle: the `test rules` of promtool 2.42 and 3.5 (PromQL's `group_left`, `or` and
 /// `label_replace`) on kube_pod_info as kube-state-metrics 2 writes it; and their `check
 /// config` on prometheus-kubernetes.yml, which finds and checks both rules files: as shipped
 /// where the build reads Kubernetes discovery (Debian sid's), else with the discovery

@@ -21,6 +21,7 @@ use super::discovery::Watch;
 use super::events::{Exported, Plan, Refused};
 use super::health::Health;
 use super::per_cgroup::Cgroups;
+use crate::labels::kubelet_logs::KubeletLogs;
 use crate::labels::kubernetes::{Kubelet, Pod};
 use crate::labels::slurm::{Job, Slurmstepd};
 
@@ -68,6 +69,9 @@ pub struct Place {
     pub read: bool,
     /// The pod (and container) whose cgroup this is, if any: its labels.
     pub pod: Option<Pod>,
+    /// Whether its pod's names are still to be read (`--kubelet-logs`: the pod's log
+    /// directory, or its container's link, was not there yet).
+    unnamed: bool,
     /// The Slurm job (and step and task) whose cgroup this is, if any: its labels.
     pub job: Option<Job>,
     /// Its CPU's socket and die (the labels of its series where they are per CPU).
@@ -120,6 +124,9 @@ pub struct Exporter {
     pub kubelet: Kubelet,
     /// `--slurm-cgroup-slice`: where slurmstepd's jobs are (their cgroups' labels).
     pub slurm: Slurmstepd,
+    /// `--kubelet-logs`: the kubelet's log directories, which name pods and containers (their
+    /// cgroups' `namespace`, `pod` and `container` labels); `None` where not given.
+    pub kubelet_logs: Option<KubeletLogs>,
     /// The counter of the cgroups followed (`None`: no cgroup is counted).
     pub cgroups: Option<Cgroups>,
     /// The system whose facts the metrics read (`counterhal_machine_fact`) and whose CPUs'
@@ -169,6 +176,7 @@ impl Exporter {
             times: super::events::TimesArg::default(),
             kubelet: Kubelet::default(),
             slurm: Slurmstepd::default(),
+            kubelet_logs: None,
             cgroups,
             system: counterhal_system::System::host(),
             cpus: None,
@@ -191,6 +199,24 @@ impl Exporter {
     pub fn follow(&mut self, health: &Health) {
         let counted = counted(&counterhal::online_cpus(), self.cpus.as_ref());
         self.follow_on(&counted, health);
+        self.name_pods();
+    }
+
+    /// Names the pods followed before their names could be read (a pod's cgroup is made before
+    /// its log directory, a container's before its link), reading the kubelet's log
+    /// directories again where they changed: nothing to do once every pod is named.
+    fn name_pods(&mut self) {
+        let Some(logs) = &mut self.kubelet_logs else {
+            return;
+        };
+        if !self.places.iter().any(|place| place.unnamed) || !logs.refresh() {
+            return;
+        }
+        for place in self.places.iter_mut().filter(|place| place.unnamed) {
+            if let Some(pod) = &mut place.pod {
+                place.unnamed = !logs.name(pod);
+            }
+        }
     }
 
     /// The socket and die of `cpu`, read from the system the first time it is asked for.
@@ -440,10 +466,15 @@ impl Exporter {
             }
         }
         *held += holds;
-        let pod = self
+        let mut pod = self
             .kubelet
             .pod(cgroup)
             .or_else(|| crate::labels::containers::outside_pod(cgroup));
+        // Named from what the directories gave at their last read; the rest by `name_pods`.
+        let unnamed = match (&mut pod, &self.kubelet_logs) {
+            (Some(pod), Some(logs)) => !logs.name(pod),
+            _ => false,
+        };
         let job = self.slurm.job(cgroup);
         for (index, &cpu) in cpus.iter().enumerate() {
             let topology = self.topology(cpu);
@@ -456,6 +487,7 @@ impl Exporter {
                 columns: columns.clone(),
                 read: false,
                 pod: pod.clone(),
+                unnamed,
                 job: job.clone(),
                 topology,
                 source: Source::Counter {
@@ -515,6 +547,7 @@ impl Exporter {
                 columns,
                 read: false,
                 pod: None,
+                unnamed: false,
                 job: None,
                 topology: CpuTopology::default(),
                 source: Source::Set(Box::new(set)),
@@ -596,6 +629,7 @@ impl Place {
             columns,
             read: true,
             pod: kubelet.pod(cgroup),
+            unnamed: false,
             job: slurm.job(cgroup),
             topology: CpuTopology::default(),
             source: Source::Counter {

@@ -310,9 +310,10 @@ fn topology_labels(place: &Place, by: Option<Aggregate>) -> [(&'static str, Labe
 }
 
 /// Where a place is a cgroup's: `cgroup`, its pod's `pod_uid`, `container_id` and
-/// `qos_class`, and its Slurm job's `slurm_job_id` or `slurm_sluid`, `slurm_step` and
-/// `slurm_task` (an empty one is left out when written).
-fn cgroup_labels(place: &Place) -> [(&'static str, Label<'_>); 8] {
+/// `qos_class` with its `namespace`, `pod` and `container` names where read, and its Slurm
+/// job's `slurm_job_id` or `slurm_sluid`, `slurm_step` and `slurm_task` (an empty one is left
+/// out when written).
+fn cgroup_labels(place: &Place) -> [(&'static str, Label<'_>); 11] {
     let pod = place.pod.as_ref();
     let job = place.job.as_ref();
     [
@@ -326,6 +327,9 @@ fn cgroup_labels(place: &Place) -> [(&'static str, Label<'_>); 8] {
             Label::Text(pod.map_or("", |p| &p.container_id)),
         ),
         ("qos_class", Label::Text(pod.map_or("", |p| p.qos_class))),
+        ("namespace", Label::Text(pod.map_or("", |p| &p.namespace))),
+        ("pod", Label::Text(pod.map_or("", |p| &p.name))),
+        ("container", Label::Text(pod.map_or("", |p| &p.container))),
         ("slurm_job_id", Label::Text(job.map_or("", |j| &j.job_id))),
         ("slurm_sluid", Label::Text(job.map_or("", |j| &j.sluid))),
         ("slurm_step", Label::Text(job.map_or("", |j| &j.step))),

@@ -11,7 +11,7 @@
 //! and CPUs), [`counting`] (the sets per CPU and cgroup, read without allocating),
 //! [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`discovery`] (the cgroups and
 //! CPUs followed) with `follower` (a thread following them as they come and go), [`labels`] (where a cgroup's labels come from: its path, the kubelet's and
-//! slurmstepd's layouts), [`exposition`] (the two text formats) with [`text_format`],
+//! slurmstepd's layouts, the kubelet's log directories), [`exposition`] (the two text formats) with [`text_format`],
 //! [`mod@rules`] (the metrics as recording rules), [`budget`] (the descriptors the counters may
 //! hold), [`health`] (the exporter's own counters, which the server counts in too),
 //! [`process`] (its process's figures, the `process_*` families), [`log`] (its log on standard
@@ -19,8 +19,8 @@
 //! system calls).
 //!
 //! The crate's face is the command's entry: [`ServeArgs`], [`run`], [`rules()`] and
-//! [`Failure`] (and [`CgroupModeArg`] and [`TimesArg`], `--cgroup-mode`'s and `--times`'s
-//! values); `counterhal serve` flattens
+//! [`Failure`] (and [`CgroupModeArg`], [`TimesArg`] and [`NameLabelArg`], `--cgroup-mode`'s,
+//! `--times`'s and `--kubelet-log-labels`' values); `counterhal serve` flattens
 //! its database options beside [`ServeArgs`] and hands [`run`] the [`Context`] they make.
 //! Beside it, [`http`] is public, for its tests and for another handler or transport.
 #![deny(unsafe_code)]
@@ -56,6 +56,7 @@ use std::time::Duration;
 use clap::Args;
 use counterhal::{Context, Error};
 pub use events::TimesArg;
+pub use labels::kubelet_logs::NameLabelArg;
 pub use per_cgroup::CgroupModeArg;
 
 /// The port `--listen` takes by default: outside Prometheus' exporter range 9100-9999 (every
@@ -80,6 +81,7 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
 [--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] \
+[--kubelet-logs DIR [--kubelet-log-labels LABEL[,LABEL]]] \
 [--slurm-cgroup-slice SLICE] [--cpus LIST] [--per-cpu] [--per-socket|--per-die] \
 [--times multiplexed|always] \
 [--max-connections N] [--header-timeout SECONDS] [--write-timeout SECONDS] \
@@ -94,8 +96,9 @@ Endpoints (GET and HEAD only; none changes anything):
 Metrics: counterhal_event_total (counts), counterhal_event_seconds_total (clocks),
 counterhal_event_joules_total (energy), each with event, pmu and cpu (with socket and die)
 labels (summed per socket or die with --per-socket or --per-die), and per cgroup a cgroup
-label (with pod_uid, container_id and qos_class where the cgroup is a Kubernetes pod's,
-slurm_job_id or slurm_sluid, slurm_step and slurm_task where it is a Slurm job's), summed
+label (with pod_uid, container_id and qos_class where the cgroup is a Kubernetes pod's, and
+with --kubelet-logs its namespace, pod and container names; slurm_job_id or slurm_sluid,
+slurm_step and slurm_task where it is a Slurm job's), summed
 over the CPUs
 unless --per-cpu; counterhal_event_enabled_seconds_total and
 counterhal_event_running_seconds_total beside those of events that may be multiplexed
@@ -164,6 +167,17 @@ pub struct ServeArgs {
     /// /kubelet).
     #[arg(long = "kubelet-cgroup-root", value_name = "PATH", default_value = "/", value_parser = kubelet_root)]
     pub kubelet_cgroup_root: String,
+    /// The directory of the kubelet's log directories, /var/log on a node: pods' cgroups get
+    /// their namespace and pod labels, and containers' their container label, from the names
+    /// the kubelet gives its pods/NAMESPACE_POD_UID directories and
+    /// containers/POD_NAMESPACE_CONTAINER-ID.log links there (no file in them is read),
+    /// read again as pods come; off unless given.
+    #[arg(long = "kubelet-logs", value_name = "DIR")]
+    pub kubelet_logs: Option<std::path::PathBuf>,
+    /// Which of the names --kubelet-logs reads label a pod's series: namespace, pod,
+    /// container.
+    #[arg(long = "kubelet-log-labels", value_name = "LABEL[,LABEL]", value_enum, value_delimiter = ',', requires = "kubelet_logs", default_values_t = NameLabelArg::ALL)]
+    pub kubelet_log_labels: Vec<NameLabelArg>,
     /// Slurm's CgroupSlice (cgroup.conf), as it takes it: the cgroups of jobs, steps and
     /// tasks get their slurm_job_id (or slurm_sluid), slurm_step and slurm_task labels only in
     /// slurmstepd's scope there (SLICE/slurmstepd.scope/job_ID/step_STEP/user/task_N, or
@@ -341,6 +355,21 @@ fn cgroup_counter(
     Ok((cgroups, watch))
 }
 
+/// `--kubelet-logs`: the kubelet's log directories, read once now, with how many pods and
+/// containers they name said in the log (and why a directory cannot be read).
+fn kubelet_logs(args: &ServeArgs) -> Option<labels::kubelet_logs::KubeletLogs> {
+    let dir = args.kubelet_logs.as_ref()?;
+    let logs = labels::kubelet_logs::KubeletLogs::open(dir, &args.kubelet_log_labels);
+    let (pods, containers) = logs.found();
+    let fields: [(&str, &dyn std::fmt::Display); 3] = [
+        ("dir", &dir.display()),
+        ("pods", &pods),
+        ("containers", &containers),
+    ];
+    log::info("read the kubelet's log directories", &fields);
+    Some(logs)
+}
+
 /// `--rules`: the `-M` metrics of `context`'s model as Prometheus recording rules over the
 /// exported counters (a YAML rules file), for the command to print.
 ///
@@ -460,6 +489,8 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
             _ => log::info(&said, mode),
         };
     }
+    // After the address (the log's first line), as what it reads is said.
+    exporter.kubelet_logs = kubelet_logs(&args);
     exporter.follow(&health);
     if let Some(said) = exporter.watch.said(&health) {
         let (matched, followed) = health.cgroups_now();

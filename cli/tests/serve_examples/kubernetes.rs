@@ -241,7 +241,7 @@ fn the_manifests_name_each_other() {
 
 /// The namespace enforces the `privileged` level, the one the DaemonSet's pod passes: the
 /// `baseline` level refuses exactly its capabilities PERFMON and BPF (past the runtime
-/// defaults baseline allows), its hostPath volume and its hostPort, each of which it needs.
+/// defaults baseline allows), its hostPath volumes and its hostPort, each of which it needs.
 ///
 /// Oracle: the Pod Security Standards of Kubernetes 1.30 (kubernetes.io's "Pod Security
 /// Standards": baseline's "Capabilities", "HostPath Volumes" and "Host Ports" controls, with
@@ -308,7 +308,9 @@ fn the_namespace_is_privileged_since_baseline_refuses_the_pod() {
             "capability PERFMON",
             "capability BPF",
             "hostPort 19110",
-            "hostPath \"/sys/fs/cgroup\""
+            "hostPath \"/sys/fs/cgroup\"",
+            "hostPath \"/var/log/pods\"",
+            "hostPath \"/var/log/containers\""
         ]
     );
     let text = std::fs::read_to_string(manifest("namespace.yaml")).unwrap();

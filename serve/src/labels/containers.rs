@@ -29,9 +29,8 @@ pub(crate) fn outside_pod(path: &str) -> Option<Pod> {
     let (_, bare) = PARENTS.iter().find(|(name, _)| *name == parent)?;
     let container_id = super::container_id(part, *bare)?;
     Some(Pod {
-        uid: String::new(),
         container_id,
-        qos_class: "",
+        ..Pod::default()
     })
 }
 

@@ -1,6 +1,7 @@
 //! The pod and container a cgroup belongs to, read from its path as the kubelet and the
 //! container runtimes name them (cgroup v2), for the `pod_uid`, `container_id` and
-//! `qos_class` labels of its series.
+//! `qos_class` labels of its series (their names, `namespace`, `pod` and `container`, come
+//! from the kubelet's log directories, read by `kubelet_logs.rs` beside this file).
 //!
 //! The kubelet names a pod's cgroup `{kubepods, QOS, pod<UID>}` (QOS left out for a
 //! guaranteed pod), below its `--cgroup-root` (`/` by default;
@@ -26,7 +27,7 @@
 
 /// The Kubernetes labels of a pod's (or a container's) cgroup; for a container outside
 /// Kubernetes (a runtime's container outside a pod), its ID alone.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pod {
     /// The pod's UID in the API's form (`metadata.uid`, with `-`): kube-state-metrics'
     /// `uid` label; empty outside Kubernetes.
@@ -37,6 +38,13 @@ pub struct Pod {
     /// The pod's QoS class as its cgroup names it: `guaranteed`, `burstable` or
     /// `besteffort`; empty outside Kubernetes.
     pub qos_class: &'static str,
+    /// The pod's namespace (`metadata.namespace`), where the kubelet's log directories give
+    /// it and it is chosen (`--kubelet-logs`, `--kubelet-log-labels`); else empty.
+    pub namespace: String,
+    /// The pod's name (`metadata.name`), likewise.
+    pub name: String,
+    /// The container's name (`spec.containers[].name`), on a container's cgroup, likewise.
+    pub container: String,
 }
 
 /// The QoS classes below `kubepods` that have a level of their own.
@@ -130,6 +138,7 @@ impl Kubelet {
             uid,
             container_id,
             qos_class,
+            ..Pod::default()
         })
     }
 }
@@ -165,7 +174,7 @@ fn cgroupfs_pod(below: &[&str]) -> Option<(&'static str, usize, String)> {
 
 /// `text` where it is a pod UID: lower-case hex digits and dashes (a UUID, or a static
 /// pod's 32-digit hash), at most 64 characters.
-fn uid(text: &str) -> Option<String> {
+pub(crate) fn uid(text: &str) -> Option<String> {
     let fits = !text.is_empty()
         && text.len() <= 64
         && text.bytes().any(|b| b.is_ascii_hexdigit())

@@ -1,11 +1,13 @@
 //! Where a followed cgroup's labels come from, one module each: its path ([`cgroup`], the
 //! `cgroup` label every cgroup has), the kubelet's layouts ([`kubernetes`]: pod UID, QoS
-//! class, container), the container runtimes' outside Kubernetes ([`containers`]: podman's,
-//! Docker's) and slurmstepd's ([`slurm`]: job, step, task). A new source of labels is
-//! a module here, asked by the counting's cgroups as these are.
+//! class, container), the names of the kubelet's log directories ([`kubelet_logs`]: the pod's
+//! namespace and name, the container's name), the container runtimes' outside Kubernetes
+//! ([`containers`]: podman's, Docker's) and slurmstepd's ([`slurm`]: job, step, task). A new
+//! source of labels is a module here, asked by the counting's cgroups as these are.
 
 pub(crate) mod cgroup;
 pub(crate) mod containers;
+pub(crate) mod kubelet_logs;
 pub(crate) mod kubernetes;
 pub(crate) mod slurm;
 
