@@ -77,6 +77,20 @@ pub struct Place {
     /// Its CPU's socket and die (the labels of its series where they are per CPU).
     pub topology: CpuTopology,
     source: Source,
+    /// Where its cgroup was removed (or no longer matches): when, its directory, and whether
+    /// a scrape has exported it since.
+    departed: Option<Departure>,
+}
+
+/// A followed cgroup removed (or no longer matched), whose counter is still followed and
+/// read, so that what ran since the scrape before (the last switches of its last tasks, which
+/// the kernel runs after the cgroup could be removed) is exported, until a scrape has exported
+/// it and [`LINGER`] has passed (a short job's whole count).
+#[derive(Clone, Debug)]
+struct Departure {
+    since: Instant,
+    directory: PathBuf,
+    seen: bool,
 }
 
 /// Where a place's readings come from.
@@ -85,10 +99,6 @@ enum Source {
     Set(Box<EventSet<AnyGroup>>),
     /// The cgroups' counter: the `followed`th cgroup it follows, on its `cpu`th CPU.
     Counter { followed: usize, cpu: usize },
-    /// A cgroup removed `since` then: its last counts, kept until a scrape has exported them
-    /// (`seen`) and [`LINGER`] has passed, so that what ran since the scrape before is not
-    /// lost (a short job's whole count).
-    Departed { since: Instant, seen: bool },
 }
 
 /// The least time a removed cgroup's last counts stay exported: beside the scrape that
@@ -241,13 +251,20 @@ impl Exporter {
         if self.watch.walks() != self.adopted_at {
             self.adopted_at = self.watch.walks();
             if let Some(counter) = &mut self.cgroups {
-                counter.adopt(self.watch.parents(), self.watch.passed_over());
+                counter.adopt(self.watch.parents(), &self.watch.passed_over());
             }
         }
-        self.places.retain(|place| match place.source {
-            Source::Departed { since, seen } => !seen || since.elapsed() < LINGER,
-            _ => true,
+        let before = self.places.len();
+        self.places.retain(|place| {
+            place
+                .departed
+                .as_ref()
+                .is_none_or(|d| !d.seen || d.since.elapsed() < LINGER)
         });
+        if self.places.len() != before {
+            // Their counters are let go below.
+            self.settled = None;
+        }
         if let Some((cpus, followed)) = &self.settled
             && cpus == online
             && *followed == cgroups
@@ -282,15 +299,23 @@ impl Exporter {
         self.depart(&wanted);
         let before = self.places.len();
         self.places
-            .retain(|place| match (&place.at.cgroup, &place.source) {
+            .retain(|place| match (&place.at.cgroup, &place.departed) {
                 (None, _) => online.contains(place.at.cpu),
                 // A cgroup made again under the path of one removed is a new one, from zero.
-                (Some(cgroup), Source::Departed { .. }) => !wanted.contains(&**cgroup),
-                (Some(cgroup), _) => wanted.contains(&**cgroup),
+                (Some(cgroup), Some(_)) => !wanted.contains(&**cgroup),
+                (Some(cgroup), None) => wanted.contains(&**cgroup),
             });
         let mut changed = self.places.len() != before;
-        let directories: HashSet<PathBuf> =
-            cgroups.iter().map(|c| self.watch.directory(c)).collect();
+        // The counters of the cgroups wanted, and of those departed, stay.
+        let directories: HashSet<PathBuf> = cgroups
+            .iter()
+            .map(|c| self.watch.directory(c))
+            .chain(
+                self.places
+                    .iter()
+                    .filter_map(|p| Some(p.departed.as_ref()?.directory.clone())),
+            )
+            .collect();
         if let Some(counter) = &mut self.cgroups {
             let gone: Vec<PathBuf> = counter
                 .followed()
@@ -368,35 +393,31 @@ impl Exporter {
         }
     }
 
-    /// Keeps the last counts of the cgroups followed and no longer `wanted` (removed, or no
-    /// longer matched): the counter is read once more and their places keep what it gave,
-    /// until a scrape has exported them (their counters are let go after).
+    /// Marks the places of the cgroups followed and no longer `wanted` (removed, or no longer
+    /// matched) departed: their counters stay followed and read until a scrape has exported
+    /// them (and [`LINGER`] has passed).
     fn depart(&mut self, wanted: &HashSet<&str>) {
-        let Some(counter) = &mut self.cgroups else {
+        let Some(counter) = &self.cgroups else {
             return;
         };
-        let leaving = |place: &Place| {
-            matches!(place.source, Source::Counter { .. })
+        let directories: Vec<PathBuf> = counter.followed().map(PathBuf::from).collect();
+        let since = Instant::now();
+        for place in &mut self.places {
+            let leaving = place.departed.is_none()
                 && place
                     .at
                     .cgroup
                     .as_ref()
-                    .is_some_and(|cgroup| !wanted.contains(&**cgroup))
-        };
-        if !self.places.iter().any(leaving) {
-            return;
-        }
-        let read = counter.read().is_ok();
-        let since = Instant::now();
-        for place in self.places.iter_mut().filter(|place| leaving(place)) {
-            if let Source::Counter { followed, cpu } = place.source {
-                let readings = counter.per_cpu(followed, cpu);
-                place.read = read && readings.len() == place.readings.len();
-                if place.read {
-                    place.readings.copy_from_slice(readings);
-                }
+                    .is_some_and(|cgroup| !wanted.contains(&**cgroup));
+            if let (true, Source::Counter { followed, .. }) = (leaving, &place.source)
+                && let Some(directory) = directories.get(*followed)
+            {
+                place.departed = Some(Departure {
+                    since,
+                    directory: directory.clone(),
+                    seen: false,
+                });
             }
-            place.source = Source::Departed { since, seen: false };
         }
     }
 
@@ -431,7 +452,7 @@ impl Exporter {
             (Source::Counter { .. }, Some(c)) => {
                 budget::per_cgroup(c.costs_descriptors(), place.columns.len(), 1)
             }
-            (Source::Counter { .. }, None) | (Source::Departed { .. }, _) => 0,
+            (Source::Counter { .. }, None) => 0,
         }
     }
 
@@ -494,6 +515,7 @@ impl Exporter {
                     followed: usize::MAX,
                     cpu: index,
                 },
+                departed: None,
             });
         }
         Ok(true)
@@ -548,6 +570,7 @@ impl Exporter {
                 read: false,
                 pod: None,
                 unnamed: false,
+                departed: None,
                 job: None,
                 topology: CpuTopology::default(),
                 source: Source::Set(Box::new(set)),
@@ -571,10 +594,8 @@ impl Exporter {
     pub fn read_all(&mut self, health: &Health) {
         self.follow(health);
         // The removed cgroups' last counts: this scrape exports them.
-        for place in &mut self.places {
-            if let Source::Departed { seen, .. } = &mut place.source {
-                *seen = true;
-            }
+        for departed in self.places.iter_mut().filter_map(|p| p.departed.as_mut()) {
+            departed.seen = true;
         }
         for place in &mut self.places {
             if let Source::Set(set) = &mut place.source {
@@ -636,6 +657,7 @@ impl Place {
                 followed: usize::MAX,
                 cpu: cpu as usize,
             },
+            departed: None,
         }
     }
 }

@@ -70,9 +70,9 @@ type Found = (String, PathBuf);
 struct Tree {
     /// The last walk's root and depth, and the cgroups that matched.
     last: Option<(PathBuf, usize, Vec<Found>)>,
-    /// The directories the last walk looked in (their children could match), and those it
-    /// met that did not match.
-    looked_in: Vec<PathBuf>,
+    /// The directories the last walk looked in where a child could match, and those it met
+    /// that did not match.
+    adopting: Vec<PathBuf>,
     passed_over: Vec<PathBuf>,
     /// Every directory walked, watched (one instance for the exporter's life: the kernel
     /// drops a removed directory's watch itself); `None` where none could be made.
@@ -101,6 +101,7 @@ impl Tree {
         levels_said: bool,
         look_in: impl Fn(&str) -> bool,
         matches: impl Fn(&str) -> bool,
+        child_may_match: impl Fn(&str) -> bool,
     ) -> bool {
         #[cfg(target_os = "linux")]
         let unchanged = self.watching && self.watch.as_ref().is_some_and(|w| !w.changed());
@@ -118,19 +119,22 @@ impl Tree {
         let watch = self.watch.clone();
         #[cfg(target_os = "linux")]
         let mut watching = watch.is_some();
-        let mut looked_in = Vec::new();
+        let mut adopting = Vec::new();
         let walk = counterhal::cgroups::walk(root, levels, &mut |path, name| {
-            if !look_in(&crate::labels::cgroup::text(name)) {
+            let text = crate::labels::cgroup::text(name);
+            if !look_in(&text) {
                 return false;
+            }
+            if child_may_match(&text) {
+                adopting.push(path.to_path_buf());
             }
             #[cfg(target_os = "linux")]
             {
                 watching = watching && watch.as_ref().is_some_and(|w| w.watch(path));
             }
-            looked_in.push(path.to_path_buf());
             true
         });
-        self.looked_in = looked_in;
+        self.adopting = adopting;
         #[cfg(target_os = "linux")]
         {
             self.watching = watching;
@@ -225,16 +229,26 @@ impl Watch {
         self.tree.walks
     }
 
-    /// The directories the last walk looked in, whose children could match (the BPF mode
+    /// The directories the last walk looked in where a child could match (the BPF mode
     /// counts their new children from their first switch, where only root makes them).
     pub fn parents(&self) -> &[PathBuf] {
-        &self.tree.looked_in
+        &self.tree.adopting
     }
 
-    /// The directories the last walk met that match no pattern (not to be counted where a
-    /// parent's new children are).
-    pub fn passed_over(&self) -> &[PathBuf] {
-        &self.tree.passed_over
+    /// The directories the last walk met that match no pattern, and those matched but left
+    /// out for `--max-cgroups` (not to be counted where a parent's new children are).
+    pub fn passed_over(&self) -> Vec<PathBuf> {
+        let root = self.root.clone().unwrap_or_default();
+        let left_out = self
+            .left_out
+            .iter()
+            .map(|label| root.join(label.trim_start_matches('/')));
+        self.tree
+            .passed_over
+            .iter()
+            .cloned()
+            .chain(left_out)
+            .collect()
     }
 
     /// The watch of the directories walked, which reports a cgroup made or removed there;
@@ -271,6 +285,7 @@ impl Watch {
                     true => root_too,
                     false => every || expressions.iter().any(|e| e.is_match(text)),
                 },
+                |text| every || reach.child_may_match(text),
             );
             // Nothing came or went: what is followed and left out is what it was.
             if !walked && let Some(matched) = self.matched {

@@ -40,6 +40,11 @@ const MIGRATE: &str = "cgroup_migrate";
 /// The counting program's name (at most 15 bytes: the kernel keeps no more).
 const SWITCH_PROGRAM: &str = "ch_cgroup_swtch";
 
+/// The places of the cgroups map beyond its capacity, for the cgroups the program adopts
+/// before user space lets them go (`program`'s adoption): 24 bytes per event per possible CPU
+/// each.
+const ADOPTION_ROOM: u32 = 16;
+
 /// The room for the verifier's log of a refused program.
 const LOG_BYTES: usize = 1 << 20;
 
@@ -274,16 +279,19 @@ impl BpfCounting {
             "ch_events",
         )?;
         let previous = create(sys_bpf::MAP_PERCPU_ARRAY, 4, reading, count, "ch_previous")?;
+        // The followed cgroups, and room for those the program adopts before user space has
+        // seen them (let go at once where they match no pattern): the followed are held to
+        // `capacity` by the caller, so the adopted never take their room.
         let cgroups = create(
             sys_bpf::MAP_PERCPU_HASH,
             8,
             reading * count,
-            capacity.max(1),
+            capacity.max(1).saturating_add(ADOPTION_ROOM),
             "ch_cgroups",
         )?;
         let levels = create(sys_bpf::MAP_ARRAY, 4, 4, 1, "ch_levels")?;
-        let adopting = create(sys_bpf::MAP_HASH, 8, 1, capacity.max(1), "ch_adopting")?;
-        let refused = create(sys_bpf::MAP_HASH, 8, 1, capacity.max(1), "ch_refused")?;
+        let adopting = create(sys_bpf::MAP_HASH, 8, 1, capacity.max(64), "ch_adopting")?;
+        let refused = create(sys_bpf::MAP_HASH, 8, 1, capacity.max(1024), "ch_refused")?;
         let zeros = create(sys_bpf::MAP_ARRAY, 4, reading * count, 1, "ch_zeros")?;
         let maps = Maps {
             events: events_map.as_fd(),

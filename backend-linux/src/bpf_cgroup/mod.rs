@@ -179,6 +179,22 @@ impl LinuxCgroupCounter {
             Some(at) => self.replace(at, id),
             None => {
                 let level = self.check_level(cgroup)?;
+                // The map has room past its capacity for the cgroups its program adopts:
+                // the followed are held to the capacity here.
+                let full = self.kept.len() >= self.options.capacity.max(1) as usize;
+                if matches!(self.counting, Counting::Bpf(_)) && full {
+                    return Err(Error::new(
+                        counterhal_hal::ErrorKind::LimitReached,
+                        format!(
+                            "the BPF map of cgroups holds its {} cgroups: {} cannot be followed",
+                            self.options.capacity,
+                            cgroup.display()
+                        ),
+                    )
+                    .with_hint(
+                        "follow fewer cgroups, or open the counter with a larger capacity",
+                    ));
+                }
                 let groups = self.start(cgroup, id)?;
                 let zeroes = vec![Reading::default(); self.events.len()];
                 self.followed.push(CgroupCounts::zero(

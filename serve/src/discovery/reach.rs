@@ -64,6 +64,112 @@ impl Reach {
     }
 }
 
+impl Reach {
+    /// Whether a child of the directory `text` (one more component, no `/`) could match: the
+    /// directories whose new children the BPF mode counts from their first switch. Where the
+    /// patterns are not all anchored, none is taken to (a pattern matched anywhere would make
+    /// every directory adopt its children, and fill the map with cgroups let go at once).
+    pub(super) fn child_may_match(&self, text: &str) -> bool {
+        let Some(nfa) = &self.0 else {
+            return false;
+        };
+        let mut seen = vec![false; nfa.states().len()];
+        let mut now = Vec::new();
+        if closure(nfa, nfa.start_anchored(), true, &mut now, &mut seen) {
+            return true;
+        }
+        let prefix: &[u8] = if text.is_empty() {
+            b""
+        } else {
+            text.as_bytes()
+        };
+        let slash: &[u8] = if text.is_empty() { b"" } else { b"/" };
+        for &byte in prefix.iter().chain(slash) {
+            seen.fill(false);
+            let mut next = Vec::new();
+            for &id in &now {
+                let Some(to) = step(nfa.state(id), byte) else {
+                    continue;
+                };
+                if closure(nfa, to, false, &mut next, &mut seen) {
+                    return true;
+                }
+            }
+            if next.is_empty() {
+                return false;
+            }
+            now = next;
+        }
+        // Then any name: bytes but `/`, at least one, to a match where the path ends. Each
+        // state taking a byte is looked at once.
+        let mut processed = vec![false; nfa.states().len()];
+        let mut frontier = now;
+        while let Some(id) = frontier.pop() {
+            if std::mem::replace(&mut processed[id.as_usize()], true) {
+                continue;
+            }
+            for to in name_steps(nfa.state(id)) {
+                if matches_at_end(nfa, to) {
+                    return true;
+                }
+                seen.fill(false);
+                closure(nfa, to, false, &mut frontier, &mut seen);
+            }
+        }
+        false
+    }
+}
+
+/// Where `state` goes on some byte of a name (any but `/`).
+fn name_steps(state: &State) -> Vec<StateID> {
+    let takes = |start: u8, end: u8| start <= end && !(start == b'/' && end == b'/');
+    let mut to = match state {
+        State::ByteRange { trans } => {
+            if takes(trans.start, trans.end) {
+                vec![trans.next]
+            } else {
+                Vec::new()
+            }
+        }
+        State::Sparse(sparse) => sparse
+            .transitions
+            .iter()
+            .filter(|t| takes(t.start, t.end))
+            .map(|t| t.next)
+            .collect(),
+        State::Dense(dense) => (0..=u8::MAX)
+            .filter(|&b| b != b'/')
+            .map(|b| dense.transitions[usize::from(b)])
+            .filter(|next| *next != StateID::ZERO)
+            .collect(),
+        _ => Vec::new(),
+    };
+    to.sort_unstable();
+    to.dedup();
+    to
+}
+
+/// Whether a match is reached from `from` without a byte, where the path ends there (`$`
+/// holds, `^` does not).
+fn matches_at_end(nfa: &NFA, from: StateID) -> bool {
+    let mut seen = vec![false; nfa.states().len()];
+    let mut stack = vec![from];
+    while let Some(id) = stack.pop() {
+        if std::mem::replace(&mut seen[id.as_usize()], true) {
+            continue;
+        }
+        match nfa.state(id) {
+            State::Look { look, next } if !matches!(look, Look::Start) => stack.push(*next),
+            State::Union { alternates } => stack.extend(alternates.iter().rev()),
+            State::BinaryUnion { alt1, alt2 } => stack.extend([*alt2, *alt1]),
+            State::Capture { next, .. } => stack.push(*next),
+            State::Match { .. } => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Where `state` goes on `byte`, if it takes it.
 fn step(state: &State, byte: u8) -> Option<StateID> {
     match state {
@@ -178,6 +284,66 @@ mod tests {
         for everywhere in [&["^a", "b"][..], &["(?m)^a"], &["a$"]] {
             let reach = Reach::new(everywhere, 1 << 20);
             assert!(reach.leads_below("z/z/z"), "{everywhere:?}");
+        }
+    }
+
+    /// A directory adopts its new children where a child could match, checked against every
+    /// child name of a small alphabet (oracle: the `regex` crate matching the paths); a
+    /// pattern matched anywhere adopts nowhere.
+    #[test]
+    fn a_directory_adopts_where_a_child_could_match() {
+        let cases: [(&str, &[(&str, bool)]); 4] = [
+            (
+                "^kubepods.slice/.*-pod[^/]*[.]slice$",
+                &[
+                    ("", false),
+                    ("kubepods.slice", true),
+                    ("kubepods.slice/kubepods-burstable.slice", true),
+                    ("system.slice", false),
+                ],
+            ),
+            (
+                r"^system\.slice/[^/]*slurmstepd\.scope/job_",
+                &[
+                    ("system.slice", false),
+                    ("system.slice/vm_slurmstepd.scope", true),
+                    ("system.slice/vm_slurmstepd.scope/job_1", true),
+                    ("user.slice", false),
+                ],
+            ),
+            (
+                "^top/followed$",
+                &[
+                    ("", false),
+                    ("top", true),
+                    ("top/followed", false),
+                    ("top/filler", false),
+                ],
+            ),
+            ("pod", &[("", false), ("kubepods.slice", false)]),
+        ];
+        for (pattern, directories) in cases {
+            let reach = Reach::new(&[pattern], 1 << 20);
+            let regex = regex::Regex::new(pattern).unwrap();
+            for &(directory, adopts) in directories {
+                assert_eq!(
+                    reach.child_may_match(directory),
+                    adopts,
+                    "{pattern} below {directory:?}"
+                );
+                // Where it adopts, the oracle finds a child that matches (among these names).
+                if adopts {
+                    let names = ["kubepods-pod1.slice", "job_1", "followed", "step_0"];
+                    let found = names.iter().any(|name| {
+                        let path = match directory {
+                            "" => name.to_string(),
+                            d => format!("{d}/{name}"),
+                        };
+                        regex.is_match(&path)
+                    });
+                    assert!(found, "{pattern} below {directory:?}: no child matches");
+                }
+            }
         }
     }
 }
