@@ -196,36 +196,50 @@ fn per_thread_columns_line_up_with_perf_s() {
     );
 }
 
+/// `-D 100 -I 50`: both say the events are disabled, then enabled, and stamp the first
+/// interval from the enable (about 0.05 s), not from the start (0.15 s and later). A run
+/// whose interval timer fired late on a busy machine is run again, up to three times: stamped
+/// from the start, every run would be late.
+///
+/// Oracle: perf 6.1 (Debian 12's linux-perf), the same command.
 #[test]
 fn a_delay_says_so_and_intervals_count_from_the_enable() {
     perf_or_skip!();
-    let (ours, perf) = both(&[
-        "-D",
-        "100",
-        "-I",
-        "50",
-        "-e",
-        "page-faults",
-        "--",
-        "sleep",
-        "0.3",
-    ]);
     let first_stamp = |out: &Output| -> f64 {
         lines_of(out, "page-faults")
             .first()
             .and_then(|l| l.split_whitespace().next()?.parse().ok())
             .unwrap_or(f64::NAN)
     };
-    for out in [&ours, &perf] {
-        let text = stderr(out);
+    for who in ["ours", "perf"] {
+        let mut stamps = Vec::new();
+        for _ in 0..3 {
+            let (ours, perf) = both(&[
+                "-D",
+                "100",
+                "-I",
+                "50",
+                "-e",
+                "page-faults",
+                "--",
+                "sleep",
+                "0.3",
+            ]);
+            let out = if who == "ours" { ours } else { perf };
+            let text = stderr(&out);
+            assert!(
+                text.contains("Events disabled\n") && text.contains("Events enabled\n"),
+                "{who}: {text}"
+            );
+            let first = first_stamp(&out);
+            stamps.push(first);
+            if first < 0.09 {
+                break;
+            }
+        }
         assert!(
-            text.contains("Events disabled\n") && text.contains("Events enabled\n"),
-            "{text}"
-        );
-        let first = first_stamp(out);
-        assert!(
-            first < 0.09,
-            "the first interval is stamped from the enable: {first}\n{text}"
+            stamps.iter().any(|&first| first < 0.09),
+            "{who}: the first interval is stamped from the enable, not the start: {stamps:?}"
         );
     }
 }
