@@ -72,7 +72,7 @@ impl System {
         let text = self.sys_text(format!(
             "devices/system/cpu/cpu{cpu}/regs/identification/midr_el1"
         ))?;
-        u64::from_str_radix(text.trim_start_matches("0x"), 16).ok()
+        u64::from_str_radix(text.strip_prefix("0x")?, 16).ok()
     }
 
     /// The CPUs online by procfs: the `cpuN` lines of `stat` under procfs (proc_stat(5): one a

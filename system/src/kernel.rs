@@ -122,6 +122,13 @@ impl System {
             .read_bytes(&self.sysfs().join("kernel/btf/vmlinux"), rule::BLOB)
     }
 
+    /// Whether the firmware describes the ACPI table `signature` (`NFIT`: persistent memory),
+    /// by its file in `firmware/acpi/tables` under sysfs.
+    pub fn has_acpi_table(&self, signature: &str) -> bool {
+        let path = self.sysfs().join("firmware/acpi/tables").join(signature);
+        !signature.contains('/') && self.sys_tree().exists(&path)
+    }
+
     /// Where the BPF file system pins the object `name` (`fs/bpf/NAME` under sysfs), to hand
     /// to `bpf(BPF_OBJ_GET)`: a place, not a file this crate reads.
     pub fn bpf_pin(&self, name: &str) -> PathBuf {

@@ -181,6 +181,10 @@ mod tests {
             .find(|m| m.is_cgroup_v1_with("perf_event"))
             .unwrap();
         assert_eq!(perf.super_options, ["rw", "perf_event"]);
+        // A controller whose name only contains perf_event's is not it.
+        let lookalike = Mount::parse("41 25 0:41 / /x rw - cgroup cgroup rw,perf_event_x").unwrap();
+        assert!(!lookalike.is_cgroup_v1_with("perf_event"));
+        assert_eq!(Mount::parse(""), None);
         let none = System::host().with_procfs(root.join("none"));
         assert_eq!((none.mounts(), none.cgroup_mount()), (None, None));
         std::fs::remove_dir_all(&split).unwrap();
