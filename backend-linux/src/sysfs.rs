@@ -13,12 +13,12 @@ mod alias;
 mod event;
 mod format;
 mod pmu;
+mod refused;
 mod uncore;
 
 use std::path::Path;
 
-use counterhal_hal::Error;
-use counterhal_system::{PmuDevices, Refused};
+use counterhal_system::PmuDevices;
 
 pub use alias::Alias;
 pub(crate) use event::find_pmus;
@@ -28,24 +28,6 @@ pub use event::{PmuEvent, apply_modifiers, parse_pmu_event, pmu_events};
 pub use format::{ConfigWord, FormatField};
 pub use pmu::{Pmu, list_pmus};
 pub use uncore::uncore_pmu_events;
-
-/// A file the system's reading rule refused, as an error of the hal's: the file named by its
-/// place in the tree and why (never what it holds).
-pub(crate) fn refused(refused: Refused) -> Error {
-    Error::invalid_input(refused.to_string()).with_hint(
-        "a sysfs tree holds the kernel's attributes: short text in regular files, its links \
-         inside the tree",
-    )
-}
-
-/// Whether PMU `pmu` of `devices` has a regular file `file` (`cpumask`, `format/thresh`).
-pub(crate) fn has_file(devices: &Path, pmu: &str, file: &str) -> bool {
-    PmuDevices::at(devices)
-        .device(pmu)
-        .ok()
-        .flatten()
-        .is_some_and(|device| device.has_file(file))
-}
 
 /// Every PMU's event aliases under `devices`, as `pmu/alias/` with the PMU, its terms and how
 /// its count is shown (`msr/tsc/`, "msr PMU: event=0x00"; `power/energy-pkg/`, "power PMU:

@@ -154,42 +154,6 @@ impl System {
     }
 }
 
-/// The paths the workspace joined and read itself before the facts above: kept while its
-/// readers move onto the facts, then gone.
-impl System {
-    /// The file `relative` under the procfs root.
-    pub fn proc_file(&self, relative: impl AsRef<Path>) -> PathBuf {
-        self.procfs.join(relative)
-    }
-
-    /// The file `relative` under the sysfs root.
-    pub fn sys_file(&self, relative: impl AsRef<Path>) -> PathBuf {
-        self.sysfs.join(relative)
-    }
-
-    /// The directory of process or thread `pid` under procfs.
-    pub fn process(&self, pid: impl std::fmt::Display) -> PathBuf {
-        self.procfs.join(pid.to_string())
-    }
-
-    /// The directory of the CPUs.
-    pub fn cpus(&self) -> PathBuf {
-        self.sysfs.join("devices/system/cpu")
-    }
-
-    /// The directory of CPU `cpu`.
-    pub fn cpu(&self, cpu: u32) -> PathBuf {
-        self.cpus().join(format!("cpu{cpu}"))
-    }
-
-    /// The text of `path`, trimmed.
-    pub fn read_trimmed(path: &Path) -> Option<String> {
-        std::fs::read_to_string(path)
-            .ok()
-            .map(|text| text.trim().to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

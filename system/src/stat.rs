@@ -41,13 +41,6 @@ impl<'a> StatFields<'a> {
         })
     }
 
-    /// Reads the stat file `path` into `buffer` (kept while its reader moves onto
-    /// [`crate::System::stat_file`]).
-    pub fn read(path: &std::path::Path, buffer: &'a mut [u8]) -> Option<StatFields<'a>> {
-        let filled = crate::rule::read_into(path, buffer)?;
-        StatFields::parse(&buffer[..filled])
-    }
-
     /// Field `number` (counted from 1, as proc(5) counts them: 14 `utime`, 39 `processor`)
     /// as an unsigned number; `None` for the pid and the name, a missing field, or one that
     /// is no number.

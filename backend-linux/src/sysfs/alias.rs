@@ -8,8 +8,9 @@ use std::path::Path;
 use counterhal_events::parse_term_list;
 use counterhal_hal::{Error, Result};
 
-use super::pmu::Pmu;
-use super::refused;
+use counterhal_system::PmuDevice;
+
+use super::refused::refused;
 
 /// The longest unit perf 6.1 reads from a `.unit` file (its `UNIT_MAX_LEN`, 31 bytes, in
 /// tools/perf/util/pmu.c).
@@ -45,7 +46,8 @@ pub struct Alias {
 }
 
 impl Alias {
-    /// Reads alias `name` of `pmu` (its `events/<name>` and the companions), if it exists.
+    /// Reads alias `name` of the PMU `pmu` (its `events/<name>` and the companions), if it
+    /// exists.
     ///
     /// # Errors
     /// [`counterhal_hal::ErrorKind::InvalidInput`] for a file that breaks the system's reading
@@ -53,10 +55,10 @@ impl Alias {
     /// (`event=0x3c,umask=0x1`), a scale that is not a finite positive number (or so large a
     /// count times it overflows), and a unit longer than perf reads or with characters other
     /// than printable ones. The message names the file, never what it holds.
-    pub(crate) fn read(pmu: &Pmu, name: &str) -> Result<Option<Alias>> {
-        let dir = pmu.dir.join("events");
+    pub(crate) fn read(pmu: &PmuDevice, name: &str) -> Result<Option<Alias>> {
+        let dir = pmu.dir().join("events");
         let path = |suffix: &str| dir.join(format!("{name}{suffix}"));
-        let Some(files) = pmu.device().alias(name).map_err(refused)? else {
+        let Some(files) = pmu.alias(name).map_err(refused)? else {
             return Ok(None);
         };
         if !is_term_list(&files.terms) {
@@ -144,6 +146,7 @@ fn bad(path: &Path, why: impl std::fmt::Display) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sysfs::Pmu;
     use std::fs;
     use std::path::PathBuf;
 
@@ -182,7 +185,7 @@ mod tests {
                 ("llc.per-pkg", "1"),
             ],
         );
-        let read = |name: &str| Alias::read(&pmu, name).unwrap();
+        let read = |name: &str| Alias::read(pmu.device(), name).unwrap();
         let pkg = read("energy-pkg").unwrap();
         assert_eq!(pkg.terms, "event=0x02");
         assert_eq!(pkg.scale, Some(2f64.powi(-32)));
@@ -217,7 +220,7 @@ mod tests {
                     if !pmu.has_file(&format!("events/{name}.scale")) {
                         continue;
                     }
-                    let alias = Alias::read(&pmu, &name);
+                    let alias = Alias::read(pmu.device(), &name);
                     let scale = alias.as_ref().ok().and_then(|a| a.as_ref()?.scale);
                     assert!(scale.is_some(), "{}/{name}: {alias:?}", pmu.dir.display());
                     kernel_scales += 1;
@@ -251,7 +254,7 @@ mod tests {
             .map(|(f, t)| (f.as_str(), t.as_str()))
             .collect();
         let (dir, pmu) = events("bad", &borrowed);
-        let refusal = |name: &str| match Alias::read(&pmu, name) {
+        let refusal = |name: &str| match Alias::read(pmu.device(), name) {
             Err(error) => error.to_string(),
             other => panic!("{name}: {other:?}"),
         };

@@ -9,7 +9,7 @@ use counterhal_system::{PmuDevice, PmuDevices};
 
 use super::alias::Alias;
 use super::format::FormatField;
-use super::refused;
+use super::refused::refused;
 
 /// A PMU's directory.
 #[derive(Clone, Debug)]
@@ -108,6 +108,7 @@ impl Pmu {
     }
 
     /// Its files, as the system reads them.
+    #[cfg(test)]
     pub(crate) fn device(&self) -> &PmuDevice {
         &self.device
     }
@@ -171,7 +172,7 @@ impl Pmu {
     /// [`counterhal_hal::ErrorKind::InvalidInput`] for an alias whose files break the tree's
     /// rules or hold what no kernel writes there ([`Alias`]).
     pub fn alias(&self, alias: &str) -> Result<Option<Alias>> {
-        if let Some(found) = Alias::read(self, alias)? {
+        if let Some(found) = Alias::read(&self.device, alias)? {
             return Ok(Some(found));
         }
         match self
@@ -179,7 +180,7 @@ impl Pmu {
             .into_iter()
             .find(|name| name.eq_ignore_ascii_case(alias))
         {
-            Some(name) => Alias::read(self, &name),
+            Some(name) => Alias::read(&self.device, &name),
             None => Ok(None),
         }
     }
@@ -193,6 +194,15 @@ impl Pmu {
     pub fn alias_names(&self) -> Vec<String> {
         self.device.alias_names()
     }
+}
+
+/// Whether PMU `pmu` of `devices` has a regular file `file` (`cpumask`, `format/thresh`).
+pub(crate) fn has_file(devices: &Path, pmu: &str, file: &str) -> bool {
+    PmuDevices::at(devices)
+        .device(pmu)
+        .ok()
+        .flatten()
+        .is_some_and(|device| device.has_file(file))
 }
 
 /// The PMU names under `devices`, sorted (none where `devices` leads out of its tree).

@@ -26,9 +26,9 @@ use counterhal_events::{Database, UncoreEvent};
 use counterhal_hal::{Error, ErrorKind, Result};
 
 use super::event::{PmuEvent, find_pmus, pmu_events};
-use super::has_file;
 #[cfg(test)]
 use super::pmu::Pmu;
+use super::pmu::has_file;
 use super::pmu::list_pmus;
 
 /// Whether perf 6.1 attaches a JSON event of PMU `unit_pmu` to PMU `pmu` (its

@@ -68,9 +68,7 @@ impl Targets {
             if tid == 0 {
                 return Err(Error::invalid_input("thread id 0 is not a thread").with_hint(hint));
             }
-            let procfs = System::host();
-            let proc_tells = procfs.process("self").exists();
-            if proc_tells && !procfs.process(tid).exists() {
+            if System::host().process_exists(tid) == Some(false) {
                 return Err(
                     Error::invalid_input(format!("no thread {tid} is running here"))
                         .with_hint(hint),
@@ -109,14 +107,7 @@ impl Targets {
 fn threads_of(pids: &[u32]) -> Attach {
     let mut tids: Vec<u32> = Vec::new();
     for &pid in pids {
-        let mut own: Vec<u32> = std::fs::read_dir(System::host().process(pid).join("task"))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut own: Vec<u32> = System::host().threads(pid).unwrap_or_default();
         if own.is_empty() {
             own.push(pid);
         }
@@ -146,10 +137,9 @@ fn processes(list: &str) -> Result<Targets, Error> {
         }
     }
     let procfs = System::host();
-    let proc_tells = procfs.process("self").exists();
     if let Some(gone) = pids
         .iter()
-        .find(|&&pid| proc_tells && !procfs.process(pid).exists())
+        .find(|&&pid| procfs.process_exists(pid) == Some(false))
     {
         return Err(
             Error::invalid_input(format!("no process {gone} is running here")).with_hint(hint),
@@ -192,7 +182,10 @@ fn check_online(cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
     ))
     .with_hint(format!(
         "name CPUs listed in {}, e.g. -C {online}",
-        System::host().cpus().join("online").display()
+        System::host()
+            .sysfs()
+            .join("devices/system/cpu/online")
+            .display()
     )))
 }
 
