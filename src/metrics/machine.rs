@@ -42,15 +42,49 @@ pub const KNOWN: [(&str, &str); 13] = [
     ),
 ];
 
-/// The CPUs counted, where CPUs are ([`count_cpus`]): `None` inside for all of them.
-static COUNTED_CPUS: OnceLock<Option<Vec<u32>>> = OnceLock::new();
+/// What a metric's formula reads beside the counts: the machine's facts (a [`System`]'s) and
+/// whether CPUs were counted rather than a command's or processes' threads, which perf's tool
+/// events `#target_cpu` and `#core_wide` tell its formulas (tools/perf/util/tool_pmu.c). Each
+/// measurement holds its own: nothing is set for the process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Machine {
+    system: System,
+    /// The CPUs counted, where CPUs are: `None` inside for all of them.
+    counted_cpus: Option<Option<Vec<u32>>>,
+}
 
-/// Says, for the rest of the process, that the metrics' events count CPUs (`stat -a`: all of
-/// them, `None`; `stat -C LIST`: those) rather than a command's or processes' threads: what
-/// perf's `#target_cpu` and `#core_wide` tell its formulas (tools/perf/util/tool_pmu.c). The
-/// first call wins; without one, both are 0, as perf gives them to `perf stat COMMAND`.
-pub fn count_cpus(cpus: Option<&[u32]>) {
-    COUNTED_CPUS.get_or_init(|| cpus.map(<[u32]>::to_vec));
+impl Machine {
+    /// `system`'s facts, a command's or processes' threads counted (`#target_cpu` and
+    /// `#core_wide` 0, as perf gives them to `perf stat COMMAND`).
+    pub fn new(system: System) -> Machine {
+        Machine {
+            system,
+            counted_cpus: None,
+        }
+    }
+
+    /// This machine's facts, threads counted.
+    pub fn host() -> Machine {
+        Machine::new(System::host())
+    }
+
+    /// The same, CPUs counted (`stat -a`: all of them, `None`; `stat -C LIST`: those).
+    #[must_use]
+    pub fn counting_cpus(mut self, cpus: Option<&[u32]>) -> Machine {
+        self.counted_cpus = Some(cpus.map(<[u32]>::to_vec));
+        self
+    }
+
+    /// The system whose facts are read.
+    pub fn system(&self) -> &System {
+        &self.system
+    }
+}
+
+impl From<System> for Machine {
+    fn from(system: System) -> Machine {
+        Machine::new(system)
+    }
 }
 
 /// perf's `core_wide` (tools/perf/util/smt.c): CPUs are counted, and either SMT is off or
@@ -71,9 +105,10 @@ fn core_wide(
     }
 }
 
-/// The value of the constant `name` on `system` (`None`: not a constant we know, or not
+/// The value of the constant `name` on `machine` (`None`: not a constant we know, or not
 /// known there).
-pub fn constant(system: &System, name: &str) -> Option<f64> {
+pub fn constant(machine: &Machine, name: &str) -> Option<f64> {
+    let system = &machine.system;
     let facts = Facts::of(system);
     match name {
         "#num_cpus_online" => Some(online_cpus(system).len() as f64),
@@ -83,10 +118,10 @@ pub fn constant(system: &System, name: &str) -> Option<f64> {
         "#num_dies" => facts.dies.map(f64::from),
         "#num_cores" => facts.cores.map(f64::from),
         "#has_pmem" => Some(f64::from(u8::from(facts.has_pmem))),
-        "#target_cpu" => Some(f64::from(u8::from(COUNTED_CPUS.get().is_some()))),
+        "#target_cpu" => Some(f64::from(u8::from(machine.counted_cpus.is_some()))),
         "#core_wide" => {
             let siblings = |cpu: u32| system.cpu_siblings(cpu).threads;
-            let wide = core_wide(COUNTED_CPUS.get(), facts.smt_on, &siblings);
+            let wide = core_wide(machine.counted_cpus.as_ref(), facts.smt_on, &siblings);
             Some(f64::from(u8::from(wide)))
         }
         "#cores_per_socket" => facts.cores_per_package.map(f64::from),
@@ -269,7 +304,7 @@ mod tests {
     /// tool/core_wide/ true` counts this machine's cores, dies and persistent memory, and a
     /// command's threads (not CPUs), as `#num_cores`, `#num_dies`, `#has_pmem`, `#target_cpu`
     /// and `#core_wide` read them, the facts perf 7.2's metric tables read (this test process
-    /// never calls [`count_cpus`]).
+    /// counts threads).
     #[cfg(target_os = "linux")]
     #[test]
     fn cores_dies_and_pmem_are_what_perf_7_2_counts() {
@@ -314,7 +349,7 @@ mod tests {
             };
             let perf: f64 = value.parse().unwrap_or_else(|_| panic!("{line}"));
             assert_eq!(
-                constant(&System::host(), &format!("#{fact}")),
+                constant(&Machine::host(), &format!("#{fact}")),
                 Some(perf),
                 "{line}"
             );
@@ -410,15 +445,33 @@ mod tests {
             let ratio = measured as f64 / tsc.hz as f64;
             assert!((0.99..1.01).contains(&ratio), "{tsc:?} measured {measured}");
             assert_eq!(
-                constant(&System::host(), "#system_tsc_freq"),
+                constant(&Machine::host(), "#system_tsc_freq"),
                 Some(tsc.hz as f64)
             );
         }
     }
 
+    /// Each measurement's facts say what it counts, side by side in one process (a global
+    /// set once said it for every measurement after the first). Oracle: perf 7.2's tool PMU
+    /// (tools/perf/util/tool_pmu.c: `target_cpu` where the target names CPUs; `core_wide`
+    /// then, counting every CPU, true, smt.c).
+    #[test]
+    fn each_measurement_says_what_it_counts() {
+        let threads = Machine::host();
+        let every_cpu = Machine::host().counting_cpus(None);
+        let cpu_0 = Machine::host().counting_cpus(Some(&[0]));
+        assert_eq!(constant(&every_cpu, "#target_cpu"), Some(1.0));
+        assert_eq!(constant(&cpu_0, "#target_cpu"), Some(1.0));
+        assert_eq!(constant(&every_cpu, "#core_wide"), Some(1.0));
+        assert_eq!(constant(&threads, "#target_cpu"), Some(0.0));
+        assert_eq!(constant(&threads, "#core_wide"), Some(0.0));
+        assert_eq!(Machine::from(System::host()), threads);
+        assert_eq!(threads.system(), &System::host());
+    }
+
     #[test]
     fn the_constants_read_here_are_plausible() {
-        let host = System::host();
+        let host = Machine::host();
         let cpus = constant(&host, "#num_cpus_online").unwrap();
         assert!(cpus >= 1.0);
         let smt = constant(&host, "#smt_on").unwrap();
@@ -427,7 +480,7 @@ mod tests {
             assert!((1.0..=cpus).contains(&packages), "{packages} of {cpus}");
         }
         // No CHA PMU on the machines of this project; two on the Sapphire Rapids tree.
-        if host.pmu("uncore_cha_0").is_none() {
+        if host.system().pmu("uncore_cha_0").is_none() {
             assert_eq!(constant(&host, "#chas_per_socket"), None);
         }
         assert!(meaning("#smt_on").is_some() && meaning("#nope").is_none());
@@ -439,10 +492,10 @@ mod tests {
     /// online, and no topology files, so those facts are unknown rather than this machine's.
     #[test]
     fn a_test_root_names_the_tree_the_facts_come_from() {
-        let spr = System::host().with_sysfs(concat!(
+        let spr = Machine::new(System::host().with_sysfs(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/backend-linux/tests/data/machines/spr-2s"
-        ));
+        )));
         assert_eq!(constant(&spr, "#chas_per_socket"), Some(2.0));
         assert_eq!(constant(&spr, "#num_packages"), None);
         assert_eq!(constant(&spr, "#num_cpus_online"), Some(224.0));
