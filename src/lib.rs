@@ -135,13 +135,12 @@ pub mod time {
     pub use counterhal_time::{cycles, process_cpu_ns, real_ns, thread_cpu_ns};
 }
 
-/// The one reader of a Linux system's /proc and /sys: a [`System`](system::System) of a
-/// procfs and a sysfs root (this machine's, or a tree of another), whose facts the metrics
-/// read, with what `perf_event_open` permits there.
+/// The one reader of a Linux system's facts: a [`System`](system::System) over a procfs and a
+/// sysfs root (this machine's, or a tree of another), whose facts the metrics read. Its typed
+/// answers (the CPUs, topology, PMUs, mounts, permissions) are `counterhal-system`'s, a
+/// public dependency with its own list of what it promises (`api/counterhal-system.txt`).
 pub mod system {
-    pub use counterhal_system::{
-        CpuCache, CpuTopology, PerfAccess, PerfPermissions, ProcessStatus, System, ThreadStat,
-    };
+    pub use counterhal_system::System;
 }
 
 pub mod advanced;

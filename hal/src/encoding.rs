@@ -13,6 +13,8 @@ use std::fmt;
 
 use crate::Domain;
 
+mod perf_metrics;
+
 /// The set of counters an event may be placed on (bit `i` = counter `i`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct CounterSet(u32);
@@ -275,27 +277,6 @@ impl PerfAttr {
             );
             self.clone().with_domain(domain)
         })
-    }
-
-    /// Whether it is Intel's perf-metrics `slots` event (event 0x00, unit mask 0x04) of a
-    /// core PMU: the raw type (4), or one of `core_types` (a hybrid chip's big core's type).
-    /// Oracle: the kernel's `INTEL_TD_SLOTS` (arch/x86/events/perf_event.h).
-    pub fn is_topdown_slots(&self, core_types: &[u32]) -> bool {
-        self.on_core(core_types) && self.config == 0x0400
-    }
-
-    /// Whether it is one of Intel's perf-metrics metric events (event 0x00, unit mask 0x80 to
-    /// 0x87, nothing else set: `topdown-retiring` and the others, which the kernel opens only
-    /// in a group led by slots) of a core PMU (see [`PerfAttr::is_topdown_slots`]). Oracle:
-    /// the kernel's `INTEL_TD_METRIC_*` (arch/x86/events/perf_event.h).
-    pub fn is_topdown_metric(&self, core_types: &[u32]) -> bool {
-        let umask = self.config >> 8;
-        self.on_core(core_types) && self.config & !0xff00 == 0 && (0x80..=0x87).contains(&umask)
-    }
-
-    /// Whether its type is a core PMU's: raw's (4), or one of `core_types`.
-    fn on_core(&self, core_types: &[u32]) -> bool {
-        self.type_ == 4 || core_types.contains(&self.type_)
     }
 
     /// The exclude bits this attr programs. This is the one place the rule lives.

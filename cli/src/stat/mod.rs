@@ -306,7 +306,7 @@ fn stat_with<B: Backend + 'static>(
     }
     gather_runs(args, &counting, &mut runs, [fallback, note]);
     let mut summary = Summary::of(&runs);
-    summary.system = metrics_facts(args);
+    summary.system = self::targets::metrics_facts(args);
     let mut text = if args.interval().is_some() {
         printing::render_after_intervals(&report, &summary, taken.objects)
     } else {
@@ -601,24 +601,6 @@ fn gather_runs(
                 None => said.clone(),
             });
         }
-    }
-}
-
-/// What the metrics' formulas read beside the counts: the system's facts (with `--sysfs`'s
-/// PMUs) and whether CPUs are counted (`-a`, `-C`), what perf's `#target_cpu` and
-/// `#core_wide` tell them; threads where `-t`, `-p` or a command is counted.
-pub(crate) fn metrics_facts(args: &StatArgs) -> named_metrics::Machine {
-    let facts = named_metrics::Machine::new(args.sysfs.system());
-    let targets = match &args.more.tid {
-        Some(_) => return facts,
-        None => Targets::from_options(args.pid.as_deref(), args.all_cpus, args.cpu_list.as_deref()),
-    };
-    match targets {
-        Ok(Targets::Attach(counterhal::Target::AllCpus)) => facts.counting_cpus(None),
-        Ok(Targets::Attach(counterhal::Target::Cpus(cpus))) => {
-            facts.counting_cpus(Some(&cpus.iter().collect::<Vec<u32>>()))
-        }
-        _ => facts,
     }
 }
 

@@ -6,9 +6,12 @@
 //! the online CPUs, so a list naming CPUs this machine lacks fails before one target is built.
 
 use counterhal::Target as Attach;
+use counterhal::metrics::Machine;
 use counterhal::{Error, online_cpus};
 use counterhal_hal::CpuList;
 use counterhal_system::System;
+
+use super::arguments::StatArgs;
 
 /// What to count, as the options ask for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,6 +190,24 @@ fn check_online(cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
             .join("devices/system/cpu/online")
             .display()
     )))
+}
+
+/// What the metrics' formulas read beside the counts: the system's facts (with `--sysfs`'s
+/// PMUs) and whether CPUs are counted (`-a`, `-C`), what perf's `#target_cpu` and
+/// `#core_wide` tell them; threads where `-t`, `-p` or a command is counted.
+pub fn metrics_facts(args: &StatArgs) -> Machine {
+    let facts = Machine::new(args.sysfs.system());
+    let targets = match &args.more.tid {
+        Some(_) => return facts,
+        None => Targets::from_options(args.pid.as_deref(), args.all_cpus, args.cpu_list.as_deref()),
+    };
+    match targets {
+        Ok(Targets::Attach(Attach::AllCpus)) => facts.counting_cpus(None),
+        Ok(Targets::Attach(Attach::Cpus(cpus))) => {
+            facts.counting_cpus(Some(&cpus.iter().collect::<Vec<u32>>()))
+        }
+        _ => facts,
+    }
 }
 
 #[cfg(test)]
