@@ -1230,30 +1230,42 @@ fn only_the_system_module_names_proc_and_sys() {
                 .map(|(line, literal)| format!("{line}: \"{literal}\""))
                 .collect();
             if !paths.is_empty() {
-                readers.insert(rel, paths);
+                readers.insert(rel, paths.join(", "));
             }
         }
     }
-    let listed: BTreeSet<&str> = STILL_READ_PROC_OR_SYS.into_iter().collect();
-    let new: Vec<String> = readers
+    holds_a_shrinking_list(
+        &readers,
+        &STILL_READ_PROC_OR_SYS,
+        "STILL_READ_PROC_OR_SYS",
+        "read /proc and /sys through counterhal_system::System (a typed fact), passed in, \
+         not by a path of your own",
+    );
+}
+
+/// Holds a list of files that may only shrink: every file of `found` (with what was found
+/// there) is in `listed` (named `list`, `fix` saying what to do instead), and every file of
+/// `listed` is still found.
+fn holds_a_shrinking_list(
+    found: &BTreeMap<String, String>,
+    listed: &[&str],
+    list: &str,
+    fix: &str,
+) {
+    let listed: BTreeSet<&str> = listed.iter().copied().collect();
+    let new: Vec<String> = found
         .iter()
         .filter(|(file, _)| !listed.contains(file.as_str()))
-        .map(|(file, paths)| format!("{file}: {}", paths.join(", ")))
+        .map(|(file, how)| format!("{file}: {how}"))
         .collect();
-    assert!(
-        new.is_empty(),
-        "read /proc and /sys through counterhal_system::System (a method, or its \
-         proc_file/sys_file), passed in, not by a path of your own:\n{}",
-        new.join("\n")
-    );
+    assert!(new.is_empty(), "{fix}:\n{}", new.join("\n"));
     let gone: Vec<&str> = listed
         .into_iter()
-        .filter(|file| !readers.contains_key(*file))
+        .filter(|file| !found.contains_key(*file))
         .collect();
     assert!(
         gone.is_empty(),
-        "these files no longer read /proc or /sys themselves: take them out of \
-         STILL_READ_PROC_OR_SYS (it only shrinks): {gone:?}"
+        "these files no longer do so: take them out of {list} (it only shrinks): {gone:?}"
     );
 }
 
@@ -1343,26 +1355,12 @@ fn no_file_outside_system_opens_the_machines_facts() {
             }
         }
     }
-    let listed: BTreeSet<&str> = STILL_READ_MACHINE_FACTS.into_iter().collect();
-    let new: Vec<String> = readers
-        .iter()
-        .filter(|(file, _)| !listed.contains(file.as_str()))
-        .map(|(file, how)| format!("{file}: {how}"))
-        .collect();
-    assert!(
-        new.is_empty(),
+    holds_a_shrinking_list(
+        &readers,
+        &STILL_READ_MACHINE_FACTS,
+        "STILL_READ_MACHINE_FACTS",
         "ask counterhal_system::System for the fact (a typed answer read by its one rule), \
-         not a file of your own:\n{}",
-        new.join("\n")
-    );
-    let gone: Vec<&str> = listed
-        .into_iter()
-        .filter(|file| !readers.contains_key(*file))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "these files no longer open the machine's facts themselves: take them out of \
-         STILL_READ_MACHINE_FACTS (it only shrinks): {gone:?}"
+         not a file of your own",
     );
 }
 

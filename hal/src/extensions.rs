@@ -54,7 +54,7 @@ pub trait PmuTopology {
     /// [`ErrorKind::DeviceMissing`](crate::ErrorKind::DeviceMissing) where an uncore event's
     /// PMU is not here; [`ErrorKind::InvalidEvent`](crate::ErrorKind::InvalidEvent) where no
     /// PMU takes its terms; [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) where
-    /// a PMU's file breaks the reading rule of a sysfs tree.
+    /// a PMU's file breaks the system's reading rule.
     fn opens(&self, event: &str) -> Option<Result<Vec<PmuEvent>>> {
         let _ = event;
         None
@@ -63,7 +63,8 @@ pub trait PmuTopology {
 
 /// What an event opens on one PMU ([`PmuTopology::opens`]): its attr, and where and how perf
 /// counts and shows it (the PMU's `cpumask` and its alias's `.scale`, `.unit`, `.snapshot`
-/// and `.per-pkg`, Documentation/ABI/testing/sysfs-bus-event_source-devices-events).
+/// and `.per-pkg`, as the kernel's ABI of a PMU's events documents them:
+/// Documentation/ABI/testing, `bus-event_source-devices-events`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PmuEvent {
     /// The PMU's directory name (`uncore_imc_0`).

@@ -133,21 +133,7 @@ impl System {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
-
-    fn tree(name: &str, files: &[(&str, &str)]) -> PathBuf {
-        let root = std::env::temp_dir().join(format!(
-            "counterhal-system-cpus-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        for (file, text) in files {
-            let path = root.join(file);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        root
-    }
+    use crate::testing::tree;
 
     /// Oracle: the kernel's CPU list format (`cpumap_print_list_to_buf`, lib/bitmap-str.c:
     /// ranges and single CPUs, comma-separated, an empty mask an empty line).
@@ -169,7 +155,7 @@ mod tests {
     #[test]
     fn cpus_come_from_the_tree_named() {
         let root = tree(
-            "tree",
+            "cpus-tree",
             &[
                 ("devices/system/cpu/online", "0-2,4\n"),
                 ("devices/system/cpu/possible", "0-7\n"),
@@ -215,7 +201,7 @@ mod tests {
     #[test]
     fn stat_lists_the_online_cpus() {
         let root = tree(
-            "stat",
+            "cpus-stat",
             &[(
                 "stat",
                 "cpu  1 2 3\ncpu0 1 2 3\ncpu2 4 5 6\nintr 7\nctxt 8\n",

@@ -139,21 +139,7 @@ impl System {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A procfs tree of the test's own under the temporary directory.
-    fn tree(name: &str, files: &[(&str, &str)]) -> PathBuf {
-        let root = std::env::temp_dir().join(format!(
-            "counterhal-system-kernel-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        for (file, text) in files {
-            let path = root.join(file);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        root
-    }
+    use crate::testing::tree;
 
     /// Oracle: a procfs tree of the test's own, laid out as proc(5) has it: the facts come
     /// from under the root named, not from this machine's /proc.
@@ -161,7 +147,7 @@ mod tests {
     fn facts_come_from_the_root_named() {
         let fields: Vec<String> = (3..=52).map(|n| n.to_string()).collect();
         let root = tree(
-            "root",
+            "kernel-root",
             &[
                 ("sys/kernel/perf_event_paranoid", "-1\n"),
                 ("sys/kernel/perf_event_max_sample_rate", "100000\n"),

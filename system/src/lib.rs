@@ -13,6 +13,8 @@ mod powercap;
 mod process;
 mod rule;
 mod stat;
+#[cfg(test)]
+mod testing;
 mod topology;
 #[cfg(unix)]
 mod tracefs;

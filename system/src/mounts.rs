@@ -123,15 +123,8 @@ mod tests {
 
     /// A procfs tree holding `self/mountinfo` and `cgroups` of the test's own.
     fn procfs(name: &str, mountinfo: &str, cgroups: &str) -> PathBuf {
-        let root = std::env::temp_dir().join(format!(
-            "counterhal-system-mounts-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("self")).unwrap();
-        std::fs::write(root.join("self/mountinfo"), mountinfo).unwrap();
-        std::fs::write(root.join("cgroups"), cgroups).unwrap();
-        root
+        let tag = format!("mounts-{name}");
+        crate::testing::tree(&tag, &[("self/mountinfo", mountinfo), ("cgroups", cgroups)])
     }
 
     /// A host's layout: cgroup v1 controllers without perf_event, cgroup2 beside them.

@@ -120,10 +120,7 @@ impl PmuDevice {
     /// # Errors
     /// [`Refused`] where the file breaks the reading rule.
     pub fn file(&self, file: &str) -> Result<Option<String>, Refused> {
-        Ok(self
-            .tree
-            .read(&self.dir.join(file), PAGE)?
-            .map(|text| text.trim().to_string()))
+        self.tree.attribute(&self.dir.join(file))
     }
 
     /// Whether it has a regular file `file` (`cpus`, `format/thresh`, `events/slots`).
@@ -255,20 +252,14 @@ impl System {
 mod tests {
     use super::*;
 
-    /// A PMU directory of the test's own under `DIR/bus/event_source/devices`.
+    /// A sysfs tree of the test's own whose `bus/event_source/devices` holds `files`.
     fn devices(name: &str, files: &[(&str, &str)]) -> PathBuf {
-        let root = std::env::temp_dir().join(format!(
-            "counterhal-system-pmu-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        let devices = root.join(PMU_DEVICES);
-        for (file, text) in files {
-            let path = devices.join(file);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        root
+        let under: Vec<(String, &str)> = files
+            .iter()
+            .map(|(file, text)| (format!("{PMU_DEVICES}/{file}"), *text))
+            .collect();
+        let files: Vec<(&str, &str)> = under.iter().map(|(f, t)| (f.as_str(), *t)).collect();
+        crate::testing::tree(&format!("pmu-{name}"), &files)
     }
 
     /// A tree laid out as the kernel lays out a PMU (Sapphire Rapids' `uncore_imc_0`, the

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::System;
-use crate::rule::{PAGE, Refused, Tree};
+use crate::rule::{Refused, Tree};
 
 /// One RAPL zone of the powercap class (`class/powercap/intel-rapl:S[:C]`), its files read by
 /// the crate's rule.
@@ -32,10 +32,7 @@ impl RaplZone {
     /// # Errors
     /// [`Refused`] where the file breaks the reading rule.
     pub fn file(&self, file: &str) -> Result<Option<String>, Refused> {
-        Ok(self
-            .tree
-            .read(&self.dir.join(file), PAGE)?
-            .map(|text| text.trim().to_string()))
+        self.tree.attribute(&self.dir.join(file))
     }
 
     /// Whether it has a file `file`, readable or not.

@@ -269,13 +269,7 @@ mod tests {
 
     /// A procfs tree of the test's own under the temporary directory.
     fn tree(name: &str) -> PathBuf {
-        let root = std::env::temp_dir().join(format!(
-            "counterhal-system-process-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
-        root
+        crate::testing::tree(&format!("process-{name}"), &[])
     }
 
     fn write(root: &Path, file: &str, text: &str) {

@@ -200,6 +200,15 @@ impl Tree {
         }
     }
 
+    /// The text of the attribute at `path` (a file of at most a page), trimmed; `None` where
+    /// there is no such file.
+    ///
+    /// # Errors
+    /// As [`Tree::read`].
+    pub(crate) fn attribute(&self, path: &Path) -> Result<Option<String>, Refused> {
+        Ok(self.read(path, PAGE)?.map(|text| text.trim().to_string()))
+    }
+
     /// The text of the file at `path`, trimmed, at most `most` bytes; `None` where it cannot be
     /// read or is refused.
     pub(crate) fn text(&self, path: &Path, most: usize) -> Option<String> {
@@ -310,11 +319,7 @@ mod tests {
 
     /// A directory of the test's own under the temporary directory.
     fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("counterhal-rule-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
+        crate::testing::tree(&format!("rule-{name}"), &[])
     }
 
     /// `read` of `path` in `tree`, on a thread of its own: what it answered, or a failure
