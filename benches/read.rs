@@ -235,9 +235,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
 
     /// This process's perf event descriptors, lowest first.
     fn perf_fds() -> Vec<i32> {
-        let fd_dir = counterhal::system::System::host()
-            .process("self")
-            .join("fd");
+        let fd_dir = counterhal::system::System::host().procfs().join("self/fd");
         let mut fds: Vec<i32> = std::fs::read_dir(fd_dir)
             .map(|entries| {
                 entries

@@ -21,21 +21,6 @@ pub use crate::command::{CountedCommand, Follow};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
 use counterhal_hal::DynBackend;
-/// Intel's topdown events in perf's encodings: `slots` and the metric events perf groups
-/// after it.
-#[cfg(all(feature = "linux", target_os = "linux"))]
-pub use counterhal_linux::topdown::{is_metric as is_topdown_metric, is_slots as is_topdown_slots};
-/// perf's PMU syntax read from a sysfs `devices` directory (this machine's or another's):
-/// a PMU event (`pmu/terms/`, an uncore event of the model by name, a core event in its core
-/// PMU's terms) with every attr perf opens for it and the CPUs it opens on; each function
-/// gives `None` for a name that is not one of its kind.
-#[cfg(feature = "linux")]
-pub use counterhal_linux::{PmuEvent, core_pmu_events, pmu_events, uncore_pmu_events};
-/// A sysfs tree read as untrusted input (`--sysfs DIR`, `COUNTERHAL_SYSFS`): links only
-/// inside the tree, regular files of at most a page, refusals that name the file and never
-/// show what it holds; the faces read their trees through these, as the backend does.
-#[cfg(feature = "linux")]
-pub use counterhal_linux::{pmu_devices_under, read_tree_file};
 
 /// Counters shared between sessions as perf's bperf shares them (`perf stat --bpf-counters`):
 /// one leader per event in the attr map pinned at `/sys/fs/bpf/perf_attr_map`.

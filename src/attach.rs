@@ -19,10 +19,10 @@ use counterhal_hal::{
 /// on other OSes CPUs `0..N` by the parallelism the OS reports.
 pub fn online_cpus() -> CpuList {
     let system = System::host();
-    std::fs::read_to_string(system.cpus().join("online"))
-        .ok()
-        .and_then(|text| text.parse::<CpuList>().ok())
+    system
+        .online_cpus()
         .filter(|cpus| !cpus.is_empty())
+        .map(CpuList::from_cpus)
         .unwrap_or_else(|| other_online_cpus(&system))
 }
 
@@ -203,13 +203,10 @@ impl Target {
 /// # Errors
 /// [`ErrorKind::Unsupported`] where the OS has no such link.
 fn this_thread_id() -> Result<u32> {
-    std::fs::read_link(System::host().process("thread-self"))
-        .ok()
-        .and_then(|link| link.file_name()?.to_str()?.parse().ok())
-        .ok_or_else(|| {
-            Error::unsupported("this OS does not say which thread calls (no /proc/thread-self)")
-                .with_hint("count this thread without inherit, or a process (Target::process)")
-        })
+    System::host().thread_self_id().ok_or_else(|| {
+        Error::unsupported("this OS does not say which thread calls (no /proc/thread-self)")
+            .with_hint("count this thread without inherit, or a process (Target::process)")
+    })
 }
 
 /// Process `pid`'s threads, each with what it creates; the process as one target where
@@ -227,28 +224,17 @@ fn process_targets(pid: u32) -> Vec<BackendTarget> {
 
 /// The thread ids of process `pid`, lowest first; `None` where `/proc/PID/task` is missing.
 fn process_threads(pid: u32) -> Option<Vec<u32>> {
-    let entries = std::fs::read_dir(System::host().process(pid).join("task")).ok()?;
-    let mut threads: Vec<u32> = entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    threads.sort_unstable();
-    Some(threads)
+    System::host().threads(pid)
 }
 
 /// Whether thread `tid` has ended (or is ending): `/proc/TID` is gone or shows a zombie.
 /// A thread whose counters just failed may still be on its way out, so this looks for up to
 /// 100 ms before saying it lives.
 fn thread_gone(tid: u32) -> bool {
-    let path = System::host().process(tid).join("stat");
+    let system = System::host();
     for _ in 0..100 {
-        let Ok(stat) = std::fs::read_to_string(&path) else {
-            return true;
-        };
-        // `pid (comm) S ...`: the state follows the last `)` (comm may hold one).
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next());
-        if matches!(state, Some('Z' | 'X' | 'x')) {
+        // No state: its stat is gone (or procfs does not tell).
+        if matches!(system.process_state(tid), None | Some('Z' | 'X' | 'x')) {
             return true;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));

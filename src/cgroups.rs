@@ -5,30 +5,24 @@
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{Error, ErrorKind, Result};
-
-/// Where the mounts of this process are listed (Linux).
-fn mountinfo() -> PathBuf {
-    counterhal_system::System::host()
-        .process("self")
-        .join("mountinfo")
-}
+use counterhal_system::System;
 
 /// The directory cgroup names are relative to, as perf finds it in `/proc/self/mountinfo`:
 /// the mount point of the cgroup (v1) file system with the `perf_event` controller; failing
-/// that, of the (last) cgroup2 file system.
+/// that, of the (last) cgroup2 file system ([`System::cgroup_mount`]).
 ///
 /// # Errors
 /// [`ErrorKind::Unsupported`] where neither is mounted (or `/proc/self/mountinfo` cannot be
 /// read: not Linux).
 pub fn root() -> Result<PathBuf> {
-    let text = std::fs::read_to_string(mountinfo()).map_err(|e| {
-        Error::unsupported(format!(
-            "cannot read {} to find the cgroup mount: {e}",
-            mountinfo().display()
-        ))
-        .with_hint("counting by cgroup needs Linux with /proc mounted")
-    })?;
-    root_in(&text).ok_or_else(|| {
+    let system = System::host();
+    if system.mounts().is_none() {
+        return Err(Error::unsupported(
+            "cannot read /proc/self/mountinfo to find the cgroup mount",
+        )
+        .with_hint("counting by cgroup needs Linux with /proc mounted"));
+    }
+    system.cgroup_mount().ok_or_else(|| {
         Error::unsupported(
             "no cgroup file system with the perf_event controller, nor cgroup2, is mounted",
         )
@@ -38,79 +32,22 @@ pub fn root() -> Result<PathBuf> {
 
 /// The mount point of the (last) cgroup2 file system, the hierarchy the BPF mode of
 /// per-cgroup counting counts in ([`hal::CgroupCounter`](crate::hal::CgroupCounter)),
-/// whether or not a v1 hierarchy has the `perf_event` controller.
+/// whether or not a v1 hierarchy has the `perf_event` controller
+/// ([`System::cgroup2_mount`]).
 ///
 /// # Errors
 /// As [`root`], where no cgroup2 file system is mounted.
 pub fn unified_root() -> Result<PathBuf> {
-    let text = std::fs::read_to_string(mountinfo()).map_err(|e| {
-        Error::unsupported(format!(
-            "cannot read {} to find the cgroup2 mount: {e}",
-            mountinfo().display()
-        ))
-    })?;
-    root_in_of(&text, false).ok_or_else(|| {
+    let system = System::host();
+    if system.mounts().is_none() {
+        return Err(Error::unsupported(
+            "cannot read /proc/self/mountinfo to find the cgroup2 mount",
+        ));
+    }
+    system.cgroup2_mount().ok_or_else(|| {
         Error::unsupported("no cgroup2 file system is mounted")
             .with_hint("mount one, e.g. `mount -t cgroup2 none /sys/fs/cgroup`")
     })
-}
-
-/// The cgroup root in a `mountinfo` text: a v1 mount with `perf_event` among its super
-/// options wins; else the last cgroup2 mount.
-fn root_in(mountinfo: &str) -> Option<PathBuf> {
-    root_in_of(mountinfo, true)
-}
-
-/// The last cgroup2 mount in a `mountinfo` text, or, where `perf_event_v1` and one is
-/// mounted, the first v1 mount with the `perf_event` controller.
-fn root_in_of(mountinfo: &str, perf_event_v1: bool) -> Option<PathBuf> {
-    let mut unified = None;
-    for line in mountinfo.lines() {
-        // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER-OPTIONS
-        let Some((before, after)) = line.split_once(" - ") else {
-            continue;
-        };
-        let Some(mount_point) = before.split(' ').nth(4) else {
-            continue;
-        };
-        let mut after = after.split(' ');
-        let (fs_type, super_options) = (after.next(), after.nth(1).unwrap_or(""));
-        match fs_type {
-            Some("cgroup2") => unified = Some(unescape(mount_point)),
-            Some("cgroup")
-                if perf_event_v1 && super_options.split(',').any(|o| o == "perf_event") =>
-            {
-                return Some(unescape(mount_point));
-            }
-            _ => {}
-        }
-    }
-    unified
-}
-
-/// A mount point as `mountinfo` writes it: space, tab, newline and backslash as octal escapes.
-fn unescape(field: &str) -> PathBuf {
-    let bytes = field.as_bytes();
-    let mut out = String::with_capacity(field.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).and_then(|digits| {
-            let text = std::str::from_utf8(digits).ok()?;
-            u8::from_str_radix(text, 8).ok()
-        });
-        match (bytes[i], octal) {
-            (b'\\', Some(byte)) => {
-                out.push(char::from(byte));
-                i += 4;
-            }
-            (_, _) => {
-                let ch = field[i..].chars().next().unwrap_or('\u{fffd}');
-                out.push(ch);
-                i += ch.len_utf8();
-            }
-        }
-    }
-    PathBuf::from(out)
 }
 
 /// The directory of the cgroup `name` (`/` is the root; `a/b` is `b` below `a`), as perf
@@ -210,6 +147,8 @@ pub fn walk(root: &Path, levels: usize, look_in: &mut dyn FnMut(&Path, &Path) ->
     // The directory listed last (below `root`), and each level's subdirectories left.
     let mut name = PathBuf::new();
     let mut levels_left: Vec<std::vec::IntoIter<std::ffi::OsString>> = Vec::new();
+    let system = System::host();
+    let subdirectories = |dir: &Path| system.cgroup_children(dir).into_iter();
     if levels > 0 && look_in(root, &name) && holds_directories(root) {
         levels_left.push(subdirectories(root));
     }
@@ -238,17 +177,6 @@ pub fn walk(root: &Path, levels: usize, look_in: &mut dyn FnMut(&Path, &Path) ->
     walk
 }
 
-/// The names of the directories `dir` holds, in the order it lists them (none where it
-/// cannot be read).
-fn subdirectories(dir: &Path) -> std::vec::IntoIter<std::ffi::OsString> {
-    let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
-    entries
-        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|entry| entry.file_name())
-        .collect::<Vec<_>>()
-        .into_iter()
-}
-
 /// Every cgroup below the mount `root` by name, as perf's `--for-each-cgroup` patterns match
 /// them: the root first (its name is empty), then each directory below it by its path below
 /// `root` (`app/web`), [`LEVELS`] levels down at most, in the order [`walk`]
@@ -269,53 +197,12 @@ pub fn names_within(root: &Path, levels: usize) -> Vec<String> {
 /// Whether directory `path` may hold directories: not where its link count says it holds
 /// none (see [`walk`]).
 pub(crate) fn holds_directories(path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::symlink_metadata(path).map_or(true, |meta| meta.nlink() != 2)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        true
-    }
+    System::host().cgroup_may_have_children(path)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// This machine's layout: cgroup v1 controllers without perf_event, cgroup2 beside them.
-    const SPLIT: &str = "\
-25 1 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755
-26 25 0:23 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu
-27 25 0:24 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
-35 25 0:32 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
-";
-
-    #[test]
-    fn perf_event_v1_wins_and_cgroup2_is_the_fallback() {
-        assert_eq!(
-            root_in(SPLIT),
-            Some(PathBuf::from("/sys/fs/cgroup/unified"))
-        );
-        let with_v1 = format!(
-            "{SPLIT}40 25 0:40 / /sys/fs/cgroup/perf\\040event rw - cgroup cgroup rw,perf_event,freezer\n"
-        );
-        assert_eq!(
-            root_in(&with_v1),
-            Some(PathBuf::from("/sys/fs/cgroup/perf event"))
-        );
-        // The BPF mode's hierarchy is cgroup2's, whatever v1 has.
-        assert_eq!(
-            root_in_of(&with_v1, false),
-            Some(PathBuf::from("/sys/fs/cgroup/unified"))
-        );
-        // A controller whose name only contains perf_event's is not it.
-        let lookalike = "41 25 0:41 / /x rw - cgroup cgroup rw,perf_event_x\n";
-        assert_eq!(root_in(lookalike), None);
-        assert_eq!(root_in(""), None);
-    }
 
     /// Oracle: the cgroup file system's link counts (kernfs, `kernfs_refresh_inode`: a
     /// directory has 2 links and one more for each directory it holds). A leaf is not listed;

@@ -135,13 +135,12 @@ pub mod time {
     pub use counterhal_time::{cycles, process_cpu_ns, real_ns, thread_cpu_ns};
 }
 
-/// The one reader of a Linux system's /proc and /sys: a [`System`](system::System) of a
-/// procfs and a sysfs root (this machine's, or a tree of another), whose facts the metrics
-/// read, with what `perf_event_open` permits there.
+/// The one reader of a Linux system's facts: a [`System`](system::System) over a procfs and a
+/// sysfs root (this machine's, or a tree of another), whose facts the metrics read. Its typed
+/// answers (the CPUs, topology, PMUs, mounts, permissions) are `counterhal-system`'s, a
+/// public dependency with its own list of what it promises (`api/counterhal-system.txt`).
 pub mod system {
-    pub use counterhal_system::{
-        CpuCache, CpuTopology, PerfAccess, PerfPermissions, ProcessStatus, System, ThreadStat,
-    };
+    pub use counterhal_system::System;
 }
 
 pub mod advanced;
@@ -204,22 +203,15 @@ pub(crate) fn detect_cpu() -> Option<CpuIdentity> {
     } else {
         None
     };
-    arm.or_else(|| {
-        std::fs::read_to_string(system.proc_file("cpuinfo"))
-            .ok()
-            .and_then(|text| CpuIdentity::from_proc_cpuinfo(&text))
-    })
-    .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
+    arm.or_else(|| CpuIdentity::from_proc_cpuinfo(system.cpuinfo()?.text()))
+        .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
 }
 
 /// An Arm CPU, from the MIDR Linux shows for the CPU this thread last ran on (only arm64
 /// kernels have the file), else for CPU 0: on a big.LITTLE system each kind of core has its
 /// own MIDR and its own table, as a hybrid x86 chip's cores have.
 fn arm_cpu(system: &counterhal_system::System) -> Option<CpuIdentity> {
-    let midr = |cpu: u32| {
-        let path = system.cpu(cpu).join("regs/identification/midr_el1");
-        CpuIdentity::from_midr_text(&std::fs::read_to_string(path).ok()?)
-    };
+    let midr = |cpu: u32| CpuIdentity::from_midr(system.midr(cpu)?);
     system
         .thread_self_stat()
         .and_then(|stat| midr(stat.processor))
@@ -296,9 +288,9 @@ mod tests {
     #[test]
     fn cpuid_and_the_os_agree_on_the_cpu() {
         let (Some(from_os), Ok(from_cpuid)) = (
-            std::fs::read_to_string(counterhal_system::System::host().proc_file("cpuinfo"))
-                .ok()
-                .and_then(|t| CpuIdentity::from_proc_cpuinfo(&t)),
+            counterhal_system::System::host()
+                .cpuinfo()
+                .and_then(|info| CpuIdentity::from_proc_cpuinfo(info.text())),
             counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction),
         ) else {
             counterhal_conformance::skip!(

@@ -1219,31 +1219,147 @@ fn only_the_system_module_names_proc_and_sys() {
                 .map(|(line, literal)| format!("{line}: \"{literal}\""))
                 .collect();
             if !paths.is_empty() {
-                readers.insert(rel, paths);
+                readers.insert(rel, paths.join(", "));
             }
         }
     }
-    let listed: BTreeSet<&str> = STILL_READ_PROC_OR_SYS.into_iter().collect();
-    let new: Vec<String> = readers
+    holds_a_shrinking_list(
+        &readers,
+        &STILL_READ_PROC_OR_SYS,
+        "STILL_READ_PROC_OR_SYS",
+        "read /proc and /sys through counterhal_system::System (a typed fact), passed in, \
+         not by a path of your own",
+    );
+}
+
+/// Holds a list of files that may only shrink: every file of `found` (with what was found
+/// there) is in `listed` (named `list`, `fix` saying what to do instead), and every file of
+/// `listed` is still found.
+fn holds_a_shrinking_list(
+    found: &BTreeMap<String, String>,
+    listed: &[&str],
+    list: &str,
+    fix: &str,
+) {
+    let listed: BTreeSet<&str> = listed.iter().copied().collect();
+    let new: Vec<String> = found
         .iter()
         .filter(|(file, _)| !listed.contains(file.as_str()))
-        .map(|(file, paths)| format!("{file}: {}", paths.join(", ")))
+        .map(|(file, how)| format!("{file}: {how}"))
         .collect();
-    assert!(
-        new.is_empty(),
-        "read /proc and /sys through counterhal_system::System (a method, or its \
-         proc_file/sys_file), passed in, not by a path of your own:\n{}",
-        new.join("\n")
-    );
+    assert!(new.is_empty(), "{fix}:\n{}", new.join("\n"));
     let gone: Vec<&str> = listed
         .into_iter()
-        .filter(|file| !readers.contains_key(*file))
+        .filter(|file| !found.contains_key(*file))
         .collect();
     assert!(
         gone.is_empty(),
-        "these files no longer read /proc or /sys themselves: take them out of \
-         STILL_READ_PROC_OR_SYS (it only shrinks): {gone:?}"
+        "these files no longer do so: take them out of {list} (it only shrinks): {gone:?}"
     );
+}
+
+/// The calls that open a file or look in a directory, as the code (comments and strings
+/// blanked) writes them.
+const OPENS: [&str; 8] = [
+    "fs::read_to_string(",
+    "fs::read(",
+    "fs::read_dir(",
+    "read_link(",
+    "fs::OpenOptions",
+    "File::open(",
+    "fs::metadata(",
+    "fs::symlink_metadata(",
+];
+
+/// What names a place of the machine's facts in code: `System`'s roots and PMU directory,
+/// the cgroup and tracefs mounts, mountinfo.
+const FACT_PLACES: [&str; 9] = [
+    ".procfs()",
+    ".sysfs()",
+    ".pmu_devices()",
+    ".tracefs_roots()",
+    "cgroups::root(",
+    "unified_root(",
+    ".cgroup_mount(",
+    ".cgroup2_mount(",
+    "mountinfo",
+];
+
+/// Whether `code` (comments and strings blanked) calls `call` (not a longer name ending so:
+/// `OutputFile::open(` is not `File::open(`).
+fn calls(code: &str, call: &str) -> bool {
+    code.match_indices(call).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// The files that still open files under /proc, /sys, the cgroup mount or tracefs
+/// themselves: the conformance suite's fixtures and its hygiene case, which make and check
+/// those trees for the tests. This list may only shrink.
+const STILL_READ_MACHINE_FACTS: [&str; 4] = [
+    "conformance/src/cases/hygiene.rs",
+    "conformance/src/fixtures/kernel_tree.rs",
+    "conformance/src/fixtures/perf_tree.rs",
+    "conformance/src/fixtures/tracefs.rs",
+];
+
+/// One reader of the system (ARCHITECTURE.md, STYLE 26): outside `system/src/`, no code that
+/// ships opens a file (or lists a directory) of the machine's facts itself: none that both
+/// opens files ([`OPENS`]) and names a place of those facts ([`FACT_PLACES`], or a /proc or
+/// /sys path) in code other than tests. It asks `counterhal_system::System` for the fact,
+/// read there by one rule. The files left are [`STILL_READ_MACHINE_FACTS`], which may only
+/// shrink. Oracle: the before-stop hook's count of files that read machine facts
+/// themselves, here on the code alone (a comment saying `sysfs`, the hal's `OpenOptions`, a
+/// counter's `.cpus()` are not reads).
+#[test]
+fn no_file_outside_system_opens_the_machines_facts() {
+    let mut readers = BTreeMap::new();
+    for src in shipped_and_shown_roots() {
+        for file in rust_files(&src) {
+            let rel = relative(&file);
+            if rel.starts_with("system/src/") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let shipped = without_test_items(&text);
+            let code = blank_literals(&shipped);
+            let opens: Vec<&str> = OPENS.into_iter().filter(|c| calls(&code, c)).collect();
+            let mut places: Vec<String> = FACT_PLACES
+                .into_iter()
+                .filter(|place| code.contains(place))
+                .map(str::to_string)
+                .collect();
+            places.extend(
+                string_literals(&shipped)
+                    .into_iter()
+                    .filter(|(_, literal)| is_proc_or_sys_path(literal))
+                    .map(|(_, literal)| format!("\"{literal}\"")),
+            );
+            if !opens.is_empty() && !places.is_empty() {
+                readers.insert(
+                    rel,
+                    format!("{} of {}", opens.join(", "), places.join(", ")),
+                );
+            }
+        }
+    }
+    holds_a_shrinking_list(
+        &readers,
+        &STILL_READ_MACHINE_FACTS,
+        "STILL_READ_MACHINE_FACTS",
+        "ask counterhal_system::System for the fact (a typed answer read by its one rule), \
+         not a file of your own",
+    );
+}
+
+/// The test above tells a call from a longer name and a comment from code.
+#[test]
+fn opening_calls_are_told_from_lookalikes() {
+    let code = blank_literals("OutputFile::open(p); // std::fs::read_dir(\"/sys\")\n");
+    assert!(!calls(&code, "File::open(") && !calls(&code, "fs::read_dir("));
+    let code = blank_literals("let f = std::fs::File::open(p);\nlet d = fs::read_dir(x);");
+    assert!(calls(&code, "File::open(") && calls(&code, "fs::read_dir("));
 }
 
 #[test]

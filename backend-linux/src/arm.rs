@@ -8,10 +8,9 @@
 //! driver maps an attr of its own type as it maps a raw one (`armpmu_map_event` in
 //! `drivers/perf/arm_pmu.c`).
 
-use std::path::Path;
-
 use counterhal_events::{CpuIdentity, Database};
 use counterhal_hal::{Encoding, ResolvedEvent};
+use counterhal_system::System;
 
 use crate::sysfs::Pmu;
 
@@ -28,12 +27,9 @@ fn first_cpu(list: &str) -> Option<u32> {
 
 /// The database model id of the CPUs `pmu` counts on, by the MIDR of its first CPU (from the
 /// database's index: no model is parsed).
-fn model_of<'d>(pmu: &Pmu, cpu_root: &Path, database: &'d Database) -> Option<&'d str> {
+fn model_of<'d>(pmu: &Pmu, system: &System, database: &'d Database) -> Option<&'d str> {
     let cpu = first_cpu(&pmu.read("cpus").ok()??)?;
-    let midr =
-        std::fs::read_to_string(cpu_root.join(format!("cpu{cpu}/regs/identification/midr_el1")))
-            .ok()?;
-    let identity = CpuIdentity::from_midr_text(&midr)?;
+    let identity = CpuIdentity::from_midr(system.midr(cpu)?)?;
     database.detect_core_id(&identity, None)
 }
 
@@ -46,7 +42,7 @@ pub(crate) fn place_on_core_pmu(
     pmus: &[Pmu],
     database: &Database,
     model: Option<&str>,
-    cpu_root: &Path,
+    system: &System,
 ) {
     let raw = |e: &Encoding| matches!(e, Encoding::Perf(attr) if attr.type_ == TYPE_RAW);
     if pmus.is_empty() || !resolved.terms.iter().any(|t| raw(&t.request.encoding)) {
@@ -57,7 +53,7 @@ pub(crate) fn place_on_core_pmu(
     };
     let Some(pmu) = pmus
         .iter()
-        .find(|pmu| model_of(pmu, cpu_root, database) == Some(model))
+        .find(|pmu| model_of(pmu, system, database) == Some(model))
     else {
         return;
     };
@@ -83,8 +79,9 @@ mod tests {
     #[test]
     fn raw_events_go_to_their_cores_pmu() {
         let root = std::env::temp_dir().join(format!("counterhal-arm-{}", std::process::id()));
-        let devices = root.join("devices");
-        let cpus = root.join("cpu");
+        let devices = root.join("pmus");
+        let cpus = root.join("devices/system/cpu");
+        let system = System::host().with_sysfs(&root);
         for (name, type_, list) in [
             ("armv8_cortex_a53", 8, "0-3"),
             ("armv8_cortex_a72", 9, "4-5"),
@@ -113,7 +110,7 @@ mod tests {
             let mut resolved = database
                 .resolve(Some(model), "INST_RETIRED:u", &accepts)
                 .unwrap();
-            place_on_core_pmu(&mut resolved, &pmus, &database, Some(model), &cpus);
+            place_on_core_pmu(&mut resolved, &pmus, &database, Some(model), &system);
             let Encoding::Perf(attr) = &resolved.terms[0].request.encoding else {
                 panic!("{model}: not a perf attr");
             };
@@ -124,8 +121,14 @@ mod tests {
         let mut resolved = database
             .resolve(Some("neoverse-n1"), "INST_RETIRED", &accepts)
             .unwrap();
-        place_on_core_pmu(&mut resolved, &pmus, &database, Some("neoverse-n1"), &cpus);
-        place_on_core_pmu(&mut resolved, &[], &database, Some("cortex-a53"), &cpus);
+        place_on_core_pmu(
+            &mut resolved,
+            &pmus,
+            &database,
+            Some("neoverse-n1"),
+            &system,
+        );
+        place_on_core_pmu(&mut resolved, &[], &database, Some("cortex-a53"), &system);
         let Encoding::Perf(attr) = &resolved.terms[0].request.encoding else {
             panic!("not a perf attr");
         };

@@ -6,6 +6,7 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use counterhal_hal::{BackendTarget, Error, Result};
+use counterhal_system::{Mount, System};
 
 /// The directory of a [`BackendTarget::Cgroup`], opened for `perf_event_open` (`pid` is its
 /// descriptor under `PERF_FLAG_PID_CGROUP`).
@@ -16,7 +17,7 @@ use counterhal_hal::{BackendTarget, Error, Result};
 /// when it may not be read.
 pub(crate) fn open_cgroup(path: &Path) -> Result<OwnedFd> {
     let shown = path.display();
-    match std::fs::File::open(path) {
+    match System::host().open_cgroup(path) {
         Ok(dir) => Ok(OwnedFd::from(dir)),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::new(
             counterhal_hal::ErrorKind::PermissionDenied,
@@ -44,48 +45,31 @@ pub(crate) fn path_of(target: &BackendTarget) -> &Path {
 }
 
 /// Where the `perf_event` controller is bound to a cgroup v1 hierarchy (a hybrid host), that
-/// hierarchy in words; `None` where it is on the cgroup v2 one. Read from
-/// `/proc/self/mountinfo` (a v1 mount with `perf_event` among its options) and `/proc/cgroups`
-/// (the controller's hierarchy id: 0 is v2's), either of which says so.
+/// hierarchy in words; `None` where it is on the cgroup v2 one. Read from the mounts
+/// (`/proc/self/mountinfo`: a v1 mount with `perf_event` among its options) and the
+/// controller's hierarchy (`/proc/cgroups`: 0 is v2's), either of which says so.
 pub(crate) fn perf_event_on_v1() -> Option<String> {
-    let system = counterhal_system::System::host();
-    let mountinfo =
-        std::fs::read_to_string(system.process("self").join("mountinfo")).unwrap_or_default();
-    let cgroups = std::fs::read_to_string(system.proc_file("cgroups")).unwrap_or_default();
-    perf_event_v1_in(&mountinfo, &cgroups)
+    let system = System::host();
+    let mounts = system.mounts().unwrap_or_default();
+    perf_event_v1_in(&mounts, system.controller_hierarchy("perf_event"))
 }
 
-/// [`perf_event_on_v1`] from the texts of `/proc/self/mountinfo` and `/proc/cgroups`.
-fn perf_event_v1_in(mountinfo: &str, cgroups: &str) -> Option<String> {
-    for line in mountinfo.lines() {
-        // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER-OPTIONS
-        let Some((before, after)) = line.split_once(" - ") else {
-            continue;
-        };
-        let mut after = after.split(' ');
-        let (fs_type, super_options) = (after.next(), after.nth(1).unwrap_or(""));
-        if fs_type == Some("cgroup") && super_options.split(',').any(|o| o == "perf_event") {
-            let mount_point = before.split(' ').nth(4).unwrap_or("?");
-            return Some(format!(
-                "the cgroup v1 hierarchy mounted at {mount_point} (/proc/self/mountinfo)"
-            ));
-        }
+/// [`perf_event_on_v1`] from the mounts and the `perf_event` controller's hierarchy.
+fn perf_event_v1_in(mounts: &[Mount], hierarchy: Option<u32>) -> Option<String> {
+    if let Some(v1) = mounts.iter().find(|m| m.is_cgroup_v1_with("perf_event")) {
+        return Some(format!(
+            "the cgroup v1 hierarchy mounted at {} (/proc/self/mountinfo)",
+            v1.mount_point.display()
+        ));
     }
-    // #subsys_name hierarchy num_cgroups enabled
-    let hierarchy = cgroups.lines().find_map(|line| {
-        let mut fields = line.split_whitespace();
-        (fields.next() == Some("perf_event")).then(|| fields.next())?
-    })?;
-    (hierarchy != "0").then(|| format!("cgroup v1 hierarchy {hierarchy} (/proc/cgroups)"))
+    let hierarchy = hierarchy?;
+    (hierarchy != 0).then(|| format!("cgroup v1 hierarchy {hierarchy} (/proc/cgroups)"))
 }
 
 /// Whether the running kernel's configuration, where `/boot/config-RELEASE` tells, has
 /// `CONFIG_CGROUP_PERF=y`; `None` where it does not tell.
 fn kernel_counts_cgroups() -> Option<bool> {
-    let release = counterhal_system::System::host().proc_file("sys/kernel/osrelease");
-    let release = std::fs::read_to_string(release).ok()?;
-    let config = std::fs::read_to_string(format!("/boot/config-{}", release.trim())).ok()?;
-    Some(config.lines().any(|line| line == "CONFIG_CGROUP_PERF=y"))
+    System::host().kernel_built_with("CONFIG_CGROUP_PERF")
 }
 
 /// Why the kernel refused an event in cgroup `path`, where the errno says it is the cgroup's
@@ -163,9 +147,11 @@ mod tests {
 ";
         let hybrid_cgroups = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n\
 cpu\t5\t80\t1\nperf_event\t9\t1\t1\n";
-        let said = perf_event_v1_in(hybrid_mounts, "").expect("the perf_event mount");
+        let mounts = |text: &str| -> Vec<Mount> { text.lines().filter_map(Mount::parse).collect() };
+        let said = perf_event_v1_in(&mounts(hybrid_mounts), None).expect("the perf_event mount");
         assert!(said.contains("/sys/fs/cgroup/perf_event"), "{said}");
-        let said = perf_event_v1_in("", hybrid_cgroups).expect("hierarchy 9");
+        let hierarchy = perf_event_hierarchy(hybrid_cgroups);
+        let said = perf_event_v1_in(&[], hierarchy).expect("hierarchy 9");
         assert!(said.contains("hierarchy 9"), "{said}");
         let unified_mounts = "\
 32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
@@ -173,8 +159,27 @@ cpu\t5\t80\t1\nperf_event\t9\t1\t1\n";
 ";
         let unified_cgroups = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n\
 cpu\t1\t1\t1\nperf_event\t0\t1\t1\n";
-        assert_eq!(perf_event_v1_in(unified_mounts, unified_cgroups), None);
-        assert_eq!(perf_event_v1_in("", ""), None);
+        let hierarchy = perf_event_hierarchy(unified_cgroups);
+        assert_eq!(hierarchy, Some(0));
+        assert_eq!(perf_event_v1_in(&mounts(unified_mounts), hierarchy), None);
+        assert_eq!(perf_event_v1_in(&[], None), None);
+    }
+
+    /// The `perf_event` controller's hierarchy as a system reads it from a procfs tree of the
+    /// test's own whose `cgroups` holds `text`.
+    fn perf_event_hierarchy(text: &str) -> Option<u32> {
+        let root = std::env::temp_dir().join(format!(
+            "counterhal-cgroups-{}-{}",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("cgroups"), text).unwrap();
+        let hierarchy = System::host()
+            .with_procfs(&root)
+            .controller_hierarchy("perf_event");
+        std::fs::remove_dir_all(&root).unwrap();
+        hierarchy
     }
 
     #[test]

@@ -7,10 +7,7 @@ pub mod conformance;
 // Reading a sysfs tree is plain file reading: another machine's PMUs encode on any system.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 mod sysfs;
-pub use sysfs::{
-    Alias, ConfigWord, FormatField, PmuEvent, pmu_devices_under, pmu_events, read_tree_file,
-    uncore_pmu_events,
-};
+pub use sysfs::{Alias, ConfigWord, FormatField, PmuEvent, pmu_events, uncore_pmu_events};
 // An event select as a raw perf event is arithmetic, and so are the core PMU's aliases of the
 // model's events built on it: both serve any system's encodings of another machine's tree.
 mod core_events;

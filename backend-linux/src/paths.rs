@@ -28,10 +28,7 @@ impl SystemPaths {
     pub fn of(system: &System) -> SystemPaths {
         SystemPaths {
             pmu_devices: system.pmu_devices(),
-            tracefs: ["kernel/tracing", "kernel/debug/tracing"]
-                .iter()
-                .map(|dir| system.sys_file(dir))
-                .collect(),
+            tracefs: system.tracefs_roots(),
             system: system.clone(),
         }
     }

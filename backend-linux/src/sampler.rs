@@ -56,8 +56,7 @@ mod record_type {
 /// `kernel.perf_event_max_sample_rate` of `system`, the highest frequency `perf_event_open`
 /// takes, where it can be read.
 fn max_sample_rate(system: &counterhal_system::System) -> Option<u64> {
-    let path = system.proc_file("sys/kernel/perf_event_max_sample_rate");
-    counterhal_system::System::read_trimmed(&path)?.parse().ok()
+    system.perf_event_max_sample_rate()
 }
 
 /// Refuses a rate the kernel would refuse with a bare EINVAL: a period past 2^63 - 1, or a

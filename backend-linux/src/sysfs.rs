@@ -5,19 +5,20 @@
 //! on them ([`event`]).
 //!
 //! The tree may be any machine's: a sysfs root's `bus/event_source/devices`
-//! (`SystemPaths::under`), so that its PMUs encode here.
+//! (`SystemPaths::under`), so that its PMUs encode here. Every file of it is read by
+//! `counterhal_system`'s one rule (inside the tree, regular files of at most a page, never
+//! blocking: `counterhal_system::Refused`), whoever names the tree.
 
 mod alias;
 mod event;
 mod format;
 mod pmu;
-mod tree;
+mod refused;
 mod uncore;
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use counterhal_hal::{CpuList, Error, Result};
+use counterhal_system::PmuDevices;
 
 pub use alias::Alias;
 pub(crate) use event::find_pmus;
@@ -27,38 +28,6 @@ pub use event::{PmuEvent, apply_modifiers, parse_pmu_event, pmu_events};
 pub use format::{ConfigWord, FormatField};
 pub use pmu::{Pmu, list_pmus};
 pub use uncore::uncore_pmu_events;
-
-/// The PMU directory of the sysfs root `root` (`--sysfs DIR`): `root/bus/event_source/devices`,
-/// where it is a directory inside `root` (every file of the tree is read only there: links out
-/// of it are refused).
-///
-/// # Errors
-/// [`counterhal_hal::ErrorKind::InvalidInput`] where `root` holds no such directory, or it
-/// leads out of `root` (a link to another tree: that tree is the root to name).
-pub fn pmu_devices_under(root: &Path) -> Result<PathBuf> {
-    let devices = root.join(tree::DEVICES_UNDER_ROOT);
-    match tree::Tree::of(&devices).is_dir(&devices) {
-        Ok(true) => Ok(devices),
-        Ok(false) => Err(Error::invalid_input(format!(
-            "{} holds no bus/event_source/devices",
-            root.display()
-        ))),
-        Err(error) => Err(error.with_hint(
-            "name the tree it links to as the root (a link to /sys: --sysfs /sys), or copy it",
-        )),
-    }
-}
-
-/// The text of the file at `path` in the tree of the PMU directory `devices` (a PMU's
-/// `caps/slots`), read by the tree's rules (`src/sysfs/tree.rs`: inside the tree, a regular
-/// file, at most 4096 bytes); `None` where there is no such file.
-///
-/// # Errors
-/// [`counterhal_hal::ErrorKind::InvalidInput`] for a file that breaks those rules (named by
-/// its path, never by what it holds).
-pub fn read_tree_file(devices: &Path, path: &Path) -> Result<Option<String>> {
-    tree::Tree::of(devices).read(path)
-}
 
 /// Every PMU's event aliases under `devices`, as `pmu/alias/` with the PMU, its terms and how
 /// its count is shown (`msr/tsc/`, "msr PMU: event=0x00"; `power/energy-pkg/`, "power PMU:
@@ -100,11 +69,12 @@ pub fn aliases(devices: &Path) -> Vec<(String, String)> {
 /// `cpu_core` and `cpu_atom` on hybrid Intel chips, `armv8_pmuv3` or one PMU per core type
 /// (`armv8_cortex_a53`, `armv8_cortex_a72`) on Arm; uncore PMUs have a `cpumask` instead.
 pub fn core_pmus(devices: &Path) -> Vec<Pmu> {
-    let tree = tree::Tree::of(devices);
-    list_pmus(devices)
+    let pmus = PmuDevices::at(devices);
+    pmus.names()
         .into_iter()
-        .filter(|name| name == "cpu" || tree.is_file(&devices.join(name).join("cpus")))
-        .filter_map(|name| Pmu::open(devices, &name).ok())
+        .filter_map(|name| pmus.device(&name).ok().flatten())
+        .filter(|device| device.name() == "cpu" || device.has_file("cpus"))
+        .map(Pmu::of)
         .collect()
 }
 
@@ -136,14 +106,14 @@ pub fn hybrid_of(cores: Vec<Pmu>) -> Vec<Pmu> {
 /// Whether `cpu` is online, from `system`'s `devices/system/cpu/online`; `None` when
 /// unreadable.
 pub fn cpu_online(system: &counterhal_system::System, cpu: u32) -> Option<bool> {
-    let list = fs::read_to_string(system.cpus().join("online")).ok()?;
-    list.parse::<CpuList>().ok().map(|list| list.contains(cpu))
+    Some(system.online_cpus()?.contains(&cpu))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use counterhal_hal::{Domain, ErrorKind};
+    use std::fs;
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {

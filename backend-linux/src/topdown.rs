@@ -167,37 +167,27 @@ pub(crate) fn resolve_here(devices: &Path, model: &str, event: &str) -> Option<R
     let cores = sysfs::core_pmus(devices);
     let big = cores.iter().find(|p| p.name == "cpu_core");
     let core = big.or_else(|| cores.iter().find(|p| p.type_ == TYPE_RAW));
-    let has_slots = core.map(|p| p.dir.join("events/slots").is_file());
+    let has_slots = core.map(|p| p.has_file("events/slots"));
     let pmu = big.map(|p| (p.name.as_str(), p.type_));
     resolve(model, event, has_slots, pmu)
-}
-
-/// Whether `attr` is a perf-metrics metric event (event 0x00, unit mask 0x80 to 0x87, nothing
-/// else set) of a core PMU whose type is in `core_types` (or the raw type).
-pub fn is_metric(attr: &PerfAttr, core_types: &[u32]) -> bool {
-    let on_core = attr.type_ == TYPE_RAW || core_types.contains(&attr.type_);
-    on_core && attr.config & !0xff00 == 0 && (0x80..=0x87).contains(&(attr.config >> 8))
-}
-
-/// Whether `attr` is the `slots` event of a core PMU.
-pub fn is_slots(attr: &PerfAttr, core_types: &[u32]) -> bool {
-    let on_core = attr.type_ == TYPE_RAW || core_types.contains(&attr.type_);
-    on_core && attr.config == SLOTS
 }
 
 /// perf's order of a group that holds a metric event (`arch_evlist__cmp`): slots first, then
 /// the topdown events, then the others, each kind in the order given. `members` are indices
 /// into `attrs`; a group without a metric event keeps its order.
 pub(crate) fn order(members: &mut [usize], attrs: &[&PerfAttr], core_types: &[u32]) {
-    if !members.iter().any(|&i| is_metric(attrs[i], core_types)) {
+    if !members
+        .iter()
+        .any(|&i| attrs[i].is_topdown_metric(core_types))
+    {
         return;
     }
     // Three kinds, each kept in its order: one pass a kind (a stable sort with this key
     // inlined in its comparisons compiled to 25 KB).
     let kind = |i: usize| {
-        if is_slots(attrs[i], core_types) {
+        if attrs[i].is_topdown_slots(core_types) {
             0
-        } else if is_metric(attrs[i], core_types) {
+        } else if attrs[i].is_topdown_metric(core_types) {
             1
         } else {
             2
@@ -282,6 +272,9 @@ mod tests {
         let mut plain = vec![1, 3];
         order(&mut plain, &refs, &[]);
         assert_eq!(plain, [1, 3]);
-        assert!(!is_metric(&raw(0x8000 | 1 << 16), &[]), "a filter bit set");
+        assert!(
+            !raw(0x8000 | 1 << 16).is_topdown_metric(&[]),
+            "a filter bit set"
+        );
     }
 }

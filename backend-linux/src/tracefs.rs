@@ -1,12 +1,10 @@
 //! Tracepoints (`subsystem:name[:modifiers]`) found through tracefs.
 
-use std::ffi::OsStr;
-use std::fs;
 use std::io;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{Error, ErrorKind, PerfAttr, Result};
+use counterhal_system::TracefsState;
 
 use crate::sys::TYPE_TRACEPOINT;
 
@@ -125,16 +123,10 @@ fn bad_modifiers(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
     let Some(base) = split_tracepoint(&name[..system.len() + 1 + event.len()]) else {
         return Ok(None);
     };
-    let Tracefs::Mounted(root) = mounted_root(roots) else {
+    let TracefsState::Mounted(tracefs) = TracefsState::find(roots) else {
         return Ok(None);
     };
-    if !root
-        .join("events")
-        .join(base.system)
-        .join(base.event)
-        .join("id")
-        .exists()
-    {
+    if !tracefs.has_tracepoint(base.system, base.event) {
         return Ok(None);
     }
     Err(Error::invalid_event(format!(
@@ -148,31 +140,11 @@ pub fn looks_like_tracepoint(name: &str) -> bool {
     split_tracepoint(name).is_some()
 }
 
-/// What the tracefs mount points look like to this process.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Tracefs<'a> {
-    /// The first root with a readable `events/` directory.
-    Mounted(&'a Path),
-    /// A root exists but this user may not look inside (tracefs is mode 0700 for root).
-    Denied(&'a Path),
-    /// No root holds an `events/` directory.
-    Absent,
-}
-
-/// Classifies one root from the result of looking at its `events/` directory.
-pub fn classify<'a>(root: &'a Path, events: &io::Result<fs::Metadata>) -> Option<Tracefs<'a>> {
-    match events {
-        Ok(meta) if meta.is_dir() => Some(Tracefs::Mounted(root)),
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Some(Tracefs::Denied(root)),
-        _ => None,
-    }
-}
-
 /// Where perf mounts tracefs when it is absent: this system's `kernel/tracing` (built once: a
 /// `list` asks at each of its thousands of names).
 fn mount_point() -> &'static Path {
     static POINT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    POINT.get_or_init(|| counterhal_system::System::host().sys_file("kernel/tracing"))
+    POINT.get_or_init(|| counterhal_system::System::host().tracefs_roots().remove(0))
 }
 
 /// As perf does: when no root of `roots` is mounted, their first is the standard mount point,
@@ -188,82 +160,10 @@ pub fn mount_if_absent(roots: &[PathBuf]) {
         return;
     }
     TRIED.call_once(|| {
-        if mounted_root(roots) == Tracefs::Absent && mount_point().is_dir() {
+        if TracefsState::find(roots) == TracefsState::Absent && mount_point().is_dir() {
             let _ = crate::sys::mount_tracefs(mount_point());
         }
     });
-}
-
-/// A short file's first bytes (a tracepoint's id: a decimal number and a newline) read with
-/// one `open` and a `read` or two, into `buffer`: `fs::read_to_string` would also ask the
-/// file's size first, a system call each of a `list`'s thousands of tracepoints pays for
-/// nothing. Returns how many bytes were read. The file must be a regular file, and is opened
-/// without waiting, so a FIFO or a device in a `--sysfs` tree is no tracepoint, not a hang.
-fn read_short(path: &Path, buffer: &mut [u8]) -> io::Result<usize> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    if !fs::metadata(path)?.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let mut len = 0;
-    while len < buffer.len() {
-        match file.read(&mut buffer[len..])? {
-            0 => break,
-            n => len += n,
-        }
-    }
-    Ok(len)
-}
-
-/// `root/events/SYSTEM/EVENT/id` as `root.join("events")` and so on make it, built in one
-/// allocation (a join makes one a part, and a push looks at the path's end): SYSTEM and
-/// EVENT are [`split_tracepoint`]'s parts, no separator in them.
-fn id_path(root: &Path, system: &str, event: &str) -> PathBuf {
-    let root = root.as_os_str().as_bytes();
-    let mut path = Vec::with_capacity(root.len() + system.len() + event.len() + 12);
-    path.extend_from_slice(root);
-    if !root.is_empty() && !root.ends_with(b"/") {
-        path.push(b'/');
-    }
-    for part in [b"events".as_slice(), system.as_bytes(), event.as_bytes()] {
-        path.extend_from_slice(part);
-        path.push(b'/');
-    }
-    path.extend_from_slice(b"id");
-    PathBuf::from(std::ffi::OsString::from_vec(path))
-}
-
-/// The first root that holds an `events/` directory, or the first this user may not enter.
-pub fn mounted_root(roots: &[PathBuf]) -> Tracefs<'_> {
-    // A root found mounted is remembered for the process (a `list` resolves thousands of
-    // tracepoints; each would otherwise look at every root again). Tracefs stays mounted
-    // once mounted; if it went, reading a tracepoint's id fails and the name is no tracepoint.
-    static MOUNTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-    let known = |root: &PathBuf| MOUNTED.lock().is_ok_and(|m| m.contains(root));
-    if let Some(root) = roots.iter().find(|r| known(r)) {
-        return Tracefs::Mounted(root);
-    }
-    let mut denied = None;
-    for root in roots {
-        match classify(root, &fs::metadata(root.join("events"))) {
-            Some(mounted @ Tracefs::Mounted(_)) => {
-                if let Ok(mut m) = MOUNTED.lock() {
-                    m.push(root.clone());
-                }
-                return mounted;
-            }
-            Some(Tracefs::Denied(root)) => denied = denied.or(Some(root)),
-            _ => {}
-        }
-    }
-    denied.map_or(Tracefs::Absent, Tracefs::Denied)
 }
 
 /// Every tracepoint of the first mounted root, as `subsystem:event`, sorted; empty when none
@@ -273,48 +173,14 @@ pub fn list(roots: &[PathBuf], mount: bool) -> Vec<(String, String)> {
     if mount {
         mount_if_absent(roots);
     }
-    let Tracefs::Mounted(root) = mounted_root(roots) else {
+    let TracefsState::Mounted(tracefs) = TracefsState::find(roots) else {
         return Vec::new();
     };
-    // One path's bytes, each directory appended and cut off again (a join would copy the
-    // path, and `PathBuf::pop` parse it, for each of thousands of tracepoints).
-    let mut path = root.join("events").into_os_string().into_vec();
-    let mut found = Vec::new();
-    for system in subdirectories(Path::new(OsStr::from_bytes(&path))) {
-        let events_end = path.len();
-        path.push(b'/');
-        path.extend_from_slice(system.as_bytes());
-        let system_end = path.len();
-        for name in subdirectories(Path::new(OsStr::from_bytes(&path))) {
-            path.push(b'/');
-            path.extend_from_slice(name.as_bytes());
-            path.extend_from_slice(b"/id");
-            if Path::new(OsStr::from_bytes(&path)).is_file() {
-                let mut full = String::with_capacity(system.len() + 1 + name.len());
-                full.push_str(&system);
-                full.push(':');
-                full.push_str(&name);
-                found.push((full, "tracepoint".to_string()));
-            }
-            path.truncate(system_end);
-        }
-        path.truncate(events_end);
-    }
-    found
-}
-
-/// Subdirectory names of `dir`, sorted; empty when it cannot be read.
-fn subdirectories(dir: &Path) -> Vec<String> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    names.sort();
-    names
+    tracefs
+        .tracepoints()
+        .into_iter()
+        .map(|name| (name, "tracepoint".to_string()))
+        .collect()
 }
 
 /// Resolves `subsystem:event[:modifiers]` to a tracepoint encoding (type 2, config = its id,
@@ -332,13 +198,12 @@ pub fn resolve(roots: &[PathBuf], name: &str, mount: bool) -> Result<Option<Perf
     if mount {
         mount_if_absent(roots);
     }
-    let Tracefs::Mounted(root) = mounted_root(roots) else {
+    let TracefsState::Mounted(tracefs) = TracefsState::find(roots) else {
         return Ok(None);
     };
-    let id_path = id_path(root, parts.system, parts.event);
-    let mut buffer = [0u8; 64];
-    let text = match read_short(&id_path, &mut buffer) {
-        Ok(len) => String::from_utf8_lossy(&buffer[..len]),
+    let id_path = tracefs.id_path(parts.system, parts.event);
+    let text = match tracefs.tracepoint_id(parts.system, parts.event) {
+        Ok(text) => text,
         // Only a file this user may not read is a tracepoint withheld; a name no file has
         // (missing, overlong, naming a file as a directory) is no tracepoint.
         Err(e) if e.kind() != io::ErrorKind::PermissionDenied => return Ok(None),
@@ -366,18 +231,6 @@ pub fn resolve(roots: &[PathBuf], name: &str, mount: bool) -> Result<Option<Perf
     Ok(Some(encoding))
 }
 
-fn entries(dir: &Path) -> Vec<String> {
-    fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter(|e| e.path().is_dir())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn did_you_mean(names: &[String]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     format!("; did you mean {}?", quoted.join(", "))
@@ -387,9 +240,9 @@ fn did_you_mean(names: &[String]) -> String {
 /// the subsystem (or the nearest subsystems) when tracefs is readable, PermissionDenied when
 /// it is not.
 pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
-    match mounted_root(roots) {
-        Tracefs::Mounted(root) => {
-            let events = root.join("events");
+    match TracefsState::find(roots) {
+        TracefsState::Mounted(tracefs) => {
+            let events = tracefs.events_dir();
             let mut message = format!(
                 "unknown event `{name}` (and no tracepoint of that name in {})",
                 events.display()
@@ -400,12 +253,8 @@ pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
             );
             if let Some(parts) = split_tracepoint(name) {
                 let system_dir = events.join(parts.system);
-                if system_dir.is_dir() {
-                    let near = counterhal_events::nearest(
-                        parts.event,
-                        entries(&system_dir).into_iter(),
-                        3,
-                    );
+                if let Some(names) = tracefs.events(parts.system) {
+                    let near = counterhal_events::nearest(parts.event, names.into_iter(), 3);
                     let near: Vec<String> = near
                         .iter()
                         .map(|e| format!("{}:{e}", parts.system))
@@ -415,8 +264,8 @@ pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
                     }
                     hint = format!("list them with `ls {}`", system_dir.display());
                 } else {
-                    let near =
-                        counterhal_events::nearest(parts.system, entries(&events).into_iter(), 3);
+                    let subsystems = tracefs.subsystems().into_iter();
+                    let near = counterhal_events::nearest(parts.system, subsystems, 3);
                     if !near.is_empty() {
                         message += &format!("; no subsystem `{}`", parts.system);
                         message += &did_you_mean(&near);
@@ -425,8 +274,8 @@ pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
             }
             Error::invalid_event(message).with_hint(hint)
         }
-        Tracefs::Denied(root) => denied(name, root),
-        Tracefs::Absent => Error::invalid_event(format!(
+        TracefsState::Denied(root) => denied(name, &root),
+        TracefsState::Absent => Error::invalid_event(format!(
             "unknown event `{name}`; tracefs is not mounted, so tracepoints cannot be resolved"
         ))
         .with_hint(
@@ -460,30 +309,6 @@ pub(crate) fn denied(name: &str, root: &Path) -> Error {
 mod tests {
     use super::*;
     use counterhal_hal::Domain;
-
-    /// Oracle: `Path::join`, which the one-allocation path must equal for any root.
-    #[test]
-    fn id_paths_are_the_joined_paths() {
-        for root in [
-            "/sys/kernel/tracing",
-            "/sys/kernel/tracing/",
-            "relative",
-            "",
-            "/",
-        ] {
-            let root = Path::new(root);
-            let joined = root
-                .join("events")
-                .join("xhci-hcd")
-                .join("xhci_dbg")
-                .join("id");
-            assert_eq!(id_path(root, "xhci-hcd", "xhci_dbg"), joined);
-            assert_eq!(
-                id_path(root, "xhci-hcd", "xhci_dbg").as_os_str(),
-                joined.as_os_str()
-            );
-        }
-    }
 
     /// Every character in each part, against the rule as written out (perf's modifiers;
     /// subsystems and events as tracefs names them).
@@ -536,16 +361,8 @@ mod tests {
     }
 
     #[test]
-    fn permission_denied_is_not_unmounted() {
-        let root = Path::new("/sys/kernel/tracing");
-        let denied: io::Result<fs::Metadata> = Err(io::Error::from_raw_os_error(libc::EACCES));
-        assert_eq!(classify(root, &denied), Some(Tracefs::Denied(root)));
-        let absent: io::Result<fs::Metadata> = Err(io::Error::from_raw_os_error(libc::ENOENT));
-        assert_eq!(classify(root, &absent), None);
-    }
-
-    #[test]
     fn fixture_root() {
+        use std::fs;
         let dir = std::env::temp_dir().join(format!("counterhal-tracefs-{}", std::process::id()));
         let event = dir.join("events/demo/hello");
         fs::create_dir_all(&event).unwrap();

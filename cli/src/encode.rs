@@ -61,7 +61,8 @@ struct Encoder<'a> {
     backend_name: &'static str,
     context: &'a Context,
     backend: AnyBackend,
-    devices: Option<std::path::PathBuf>,
+    /// Whether the backend reads sysfs PMUs (`--sysfs DIR`'s, or this machine's).
+    reads_pmus: bool,
     label: String,
     out: String,
     failed: String,
@@ -262,10 +263,11 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
     let backend = backend(&context, args.backend, &args.sysfs)?;
     // perf's PMU syntax on a backend that programs perf's attrs: every PMU and CPU it opens
     // on, from the tree.
-    let devices = match backend.dyn_capabilities().sysfs_pmus() {
-        true => Some(args.sysfs.devices()?),
-        false => None,
-    };
+    let reads_pmus = backend.dyn_capabilities().sysfs_pmus();
+    if reads_pmus {
+        // A root without PMUs is refused before anything is encoded.
+        args.sysfs.devices()?;
+    }
     let system = args.sysfs.system();
     let metrics = counterhal::metrics::chosen(&args.metrics, context.model())
         .map_err(|e| CliError::usage(e, USAGE))?;
@@ -275,7 +277,7 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
         label: backend.label(),
         context: &context,
         backend,
-        devices,
+        reads_pmus,
         out: String::new(),
         failed: String::new(),
         array: Vec::new(),
@@ -332,13 +334,11 @@ impl Encoder<'_> {
         };
         // An uncore event of the model by name, a core one in the core PMU's terms, or
         // perf's PMU syntax.
-        let pmu_events = self.devices.as_deref().and_then(|devices| {
-            counterhal::advanced::uncore_pmu_events(devices, context.database(), cpu, name)
-                .or_else(|| {
-                    counterhal::advanced::core_pmu_events(devices, context.database(), cpu, name)
-                })
-                .or_else(|| counterhal::advanced::pmu_events(devices, name))
-        });
+        let topology = self.backend.dyn_extensions().topology;
+        let pmu_events = (self.reads_pmus)
+            .then_some(topology)
+            .flatten()
+            .and_then(|topology| topology.opens(name));
         if let Some(result) = pmu_events {
             match result {
                 Ok(events) if self.json => {

@@ -70,17 +70,13 @@ fn multiplexing(caps: &Capabilities) -> String {
 
 /// The kernel's core PMUs, found as perf finds them: `cpu`, or a PMU with a `cpus` file.
 fn core_pmus(system: &System) -> Vec<String> {
-    let devices = system.pmu_devices();
-    let mut cores: Vec<String> = std::fs::read_dir(&devices)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter(|e| e.file_name() == "cpu" || e.path().join("cpus").is_file())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    cores.sort();
+    let pmus = system.pmus();
+    let has_cpus = |name: &str| {
+        let device = pmus.device(name).ok().flatten();
+        device.is_some_and(|device| device.has_file("cpus"))
+    };
+    let mut cores = pmus.names();
+    cores.retain(|name| name == "cpu" || has_cpus(name));
     cores
 }
 
@@ -88,17 +84,15 @@ fn core_pmus(system: &System) -> Vec<String> {
 /// file (0 off, 1 while an event is mapped, 2 always); on Arm64, whose PMUs grant it per event
 /// (their `rdpmc` format), `kernel.perf_user_access` (0 off, 1 on).
 fn rdpmc_status(system: &System, cores: &[String]) -> String {
-    let devices = system.pmu_devices();
     let settings: Vec<String> = cores
         .iter()
         .filter_map(|pmu| {
-            let dir = devices.join(pmu);
-            if dir.join("format").join("rdpmc").is_file() {
-                let access =
-                    System::read_trimmed(&system.proc_file("sys/kernel/perf_user_access"))?;
+            let device = system.pmu(pmu)?;
+            if device.has_file("format/rdpmc") {
+                let access = system.perf_user_access()?;
                 return Some(format!("{pmu}: kernel.perf_user_access = {access}"));
             }
-            let value = System::read_trimmed(&dir.join("rdpmc"))?;
+            let value = device.file("rdpmc").ok()??;
             Some(format!("{pmu}/rdpmc = {value}"))
         })
         .collect();
@@ -124,7 +118,7 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
     let context = args.database.context()?;
     let system = System::host();
     _ = writeln!(out, "counterhal {}", env!("CARGO_PKG_VERSION"));
-    match System::read_trimmed(&system.proc_file("sys/kernel/osrelease")) {
+    match system.os_release() {
         Some(release) => _ = writeln!(out, "OS:      {OS} {release}"),
         None => _ = writeln!(out, "OS:      {OS}"),
     }

@@ -358,18 +358,17 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
     let breakpoints = backend
         .as_ref()
         .is_some_and(|b| b.dyn_capabilities().sysfs_pmus());
-    let devices = match breakpoints {
-        true => Some(args.sysfs.devices()?),
-        false => None,
-    };
+    if breakpoints {
+        // A root without PMUs is refused before anything is listed.
+        args.sysfs.devices()?;
+    }
+    let pmus = backend
+        .as_ref()
+        .filter(|_| breakpoints)
+        .and_then(|b| b.dyn_extensions().topology);
     let listing = Listing {
         entries: with_aliases(listed(pattern), pattern, &listed),
-        uncore: uncore::listed(
-            context.database(),
-            context.model(),
-            devices.as_deref(),
-            pattern,
-        ),
+        uncore: uncore::listed(context.database(), context.model(), pmus, pattern),
         pattern,
         breakpoints,
         model: context.model(),

@@ -120,13 +120,24 @@ impl SysfsArgs {
         let Some(root) = self.root() else {
             return Ok(System::host().pmu_devices());
         };
-        let devices = counterhal::advanced::pmu_devices_under(&root).map_err(|error| {
-            CliError::usage(
-                error,
-                "--sysfs DIR (a sysfs root, as /sys is: DIR/bus/event_source/devices)",
-            )
-        })?;
-        Ok(devices)
+        let usage = "--sysfs DIR (a sysfs root, as /sys is: DIR/bus/event_source/devices)";
+        match System::pmu_devices_under(&root) {
+            Ok(Some(devices)) => Ok(devices),
+            Ok(None) => Err(CliError::usage(
+                counterhal::Error::invalid_input(format!(
+                    "{} holds no bus/event_source/devices",
+                    root.display()
+                )),
+                usage,
+            )),
+            Err(refused) => Err(CliError::usage(
+                counterhal::Error::invalid_input(refused.to_string()).with_hint(
+                    "name the tree it links to as the root (a link to /sys: --sysfs /sys), or \
+                     copy it",
+                ),
+                usage,
+            )),
+        }
     }
 
     /// The backend over the root's PMUs and tracepoints, resolving for the context's model

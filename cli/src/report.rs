@@ -57,8 +57,10 @@ pub fn run_all(
     reports
 }
 
-fn read_trimmed(path: impl AsRef<std::path::Path>) -> Option<String> {
-    System::read_trimmed(path.as_ref())
+/// This machine's name where the kernel has none to tell: the file `hostname(5)` describes.
+fn etc_hostname() -> Option<String> {
+    let name = std::fs::read_to_string("/etc/hostname").ok()?;
+    Some(name.trim().to_string()).filter(|n| !n.is_empty())
 }
 
 /// The JSON document `counterhal check --json` writes: the machine, OS, CPU, and per backend
@@ -67,9 +69,9 @@ pub fn json_report(context: &Context, reports: &[Report]) -> Value {
     let system = System::host();
     json!({
         "counterhal": env!("CARGO_PKG_VERSION"),
-        "machine": read_trimmed(system.proc_file("sys/kernel/hostname")).or_else(|| read_trimmed("/etc/hostname")),
+        "machine": system.hostname().or_else(etc_hostname),
         "os": OS,
-        "os_release": read_trimmed(system.proc_file("sys/kernel/osrelease")),
+        "os_release": system.os_release(),
         "arch": std::env::consts::ARCH,
         "cpu": context.cpu().map(|c| json!({
             "vendor": c.vendor.name(),

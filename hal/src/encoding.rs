@@ -13,6 +13,8 @@ use std::fmt;
 
 use crate::Domain;
 
+mod perf_metrics;
+
 /// The set of counters an event may be placed on (bit `i` = counter `i`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct CounterSet(u32);

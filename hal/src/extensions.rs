@@ -7,7 +7,8 @@ use std::fmt;
 
 use crate::{
     Backend, BackendTarget, CgroupCapability, CpuList, DeviceKind, EventRequest, EventSet,
-    GeneralizedEvent, Group, OpenOptions, ResolvedEvent, Result, SamplingCapability,
+    GeneralizedEvent, Group, OpenOptions, PerfAttr, ResolvedEvent, Result, SamplingCapability,
+    Unit,
 };
 
 /// The events a backend lists itself: what the generalized events and its own names are,
@@ -42,6 +43,71 @@ pub trait PmuTopology {
     fn boxes(&self, event: &str) -> Option<Result<Vec<PmuBox>>> {
         let _ = event;
         None
+    }
+
+    /// Every open perf makes of `event` counting every CPU, as `perf stat -a -vv` shows them
+    /// (what `counterhal encode` prints): an uncore event of the CPU model by name on each of
+    /// its boxes, a core event of the model in its core PMU's terms, or perf's PMU syntax on
+    /// each box it names; `None` where `event` is none of these here.
+    ///
+    /// # Errors
+    /// [`ErrorKind::DeviceMissing`](crate::ErrorKind::DeviceMissing) where an uncore event's
+    /// PMU is not here; [`ErrorKind::InvalidEvent`](crate::ErrorKind::InvalidEvent) where no
+    /// PMU takes its terms; [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) where
+    /// a PMU's file breaks the system's reading rule.
+    fn opens(&self, event: &str) -> Option<Result<Vec<PmuEvent>>> {
+        let _ = event;
+        None
+    }
+}
+
+/// What an event opens on one PMU ([`PmuTopology::opens`]): its attr, and where and how perf
+/// counts and shows it (the PMU's `cpumask` and its alias's `.scale`, `.unit`, `.snapshot`
+/// and `.per-pkg`, as the kernel's ABI of a PMU's events documents them:
+/// Documentation/ABI/testing, `bus-event_source-devices-events`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PmuEvent {
+    /// The PMU's directory name (`uncore_imc_0`).
+    pub pmu: String,
+    /// The name it is shown by, where its terms give one (`name=foo`, as perf shows it).
+    pub name: Option<String>,
+    /// The attr (type, config words, the modifiers' domain).
+    pub attr: PerfAttr,
+    /// The CPUs it opens on system-wide: the PMU's `cpumask` (an uncore PMU's one CPU per
+    /// package or die) or `cpus` (a hybrid core PMU's); `None` for a PMU with neither, which
+    /// counts on any CPU.
+    pub cpus: Option<CpuList>,
+    /// The factor its count is multiplied by (its alias's `.scale`).
+    pub scale: Option<f64>,
+    /// What the scaled count is in (its alias's `.unit`).
+    pub unit: Option<String>,
+    /// Whether its count is a reading rather than a sum (its alias's `.snapshot`).
+    pub snapshot: bool,
+    /// Whether its count is one per package (its alias's `.per-pkg`).
+    pub per_pkg: bool,
+}
+
+impl PmuEvent {
+    /// What its count is in, where its alias gives a scale or a unit (perf multiplies by the
+    /// scale, 1 where only a unit is given, and prints the unit, empty where only a scale is).
+    pub fn unit(&self) -> Option<Unit> {
+        (self.scale.is_some() || self.unit.is_some()).then(|| Unit {
+            name: self.unit.clone().unwrap_or_default(),
+            scale: self.scale.unwrap_or(1.0),
+        })
+    }
+
+    /// The CPU of each open perf makes system-wide (`perf stat -a`): each CPU of
+    /// [`PmuEvent::cpus`] as perf 6.1 takes the mask (not narrowed to the online CPUs), or -1,
+    /// any CPU, where the PMU has no mask (perf then opens it on every online CPU).
+    pub fn open_cpus(&self) -> Vec<i32> {
+        match &self.cpus {
+            Some(cpus) => cpus
+                .iter()
+                .filter_map(|cpu| i32::try_from(cpu).ok())
+                .collect(),
+            None => vec![-1],
+        }
     }
 }
 

@@ -65,7 +65,9 @@ pub use encoding::{
     PerfAttr,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use extensions::{BackendExt, EventListing, Extensions, OpensThrough, PmuBox, PmuTopology};
+pub use extensions::{
+    BackendExt, EventListing, Extensions, OpensThrough, PmuBox, PmuEvent, PmuTopology,
+};
 pub use generalized::{
     CacheEvent, CacheLevel, CacheOp, CacheResult, GeneralizedEvent, HardwareEvent, Preset,
     SoftwareEvent,

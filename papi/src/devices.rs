@@ -204,7 +204,7 @@ pub fn caches_of(mh: &info::MemoryHierarchy) -> [CacheAttrs; 4] {
 /// The caches as PAPI 7.0's sysdetect reads them from sysfs where there is no CPUID (its
 /// `linux_cpu_utils.c`): lines are sets times ways times partitions.
 fn sysfs_caches() -> [CacheAttrs; 4] {
-    let all = memory::sysfs_caches(&counterhal_system::System::host().cpu(0));
+    let all = memory::sysfs_caches(&counterhal_system::System::host(), 0);
     [
         (1, "Instruction"),
         (1, "Data"),

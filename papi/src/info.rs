@@ -307,9 +307,8 @@ pub fn hardware() -> HwInfo {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get() as i32),
         n => n,
     };
-    let text = std::fs::read_to_string(counterhal_system::System::host().proc_file("cpuinfo"))
-        .unwrap_or_default();
-    let mut info = hardware_from(&text, cpus);
+    let cpuinfo = counterhal_system::System::host().cpuinfo();
+    let mut info = hardware_from(cpuinfo.as_ref().map_or("", |c| c.text()), cpus);
     if topology.cpus > 0 {
         apply_topology(&mut info, &topology);
     }
@@ -325,8 +324,7 @@ pub fn hardware() -> HwInfo {
             );
         }
         None => {
-            let cpu0 = counterhal_system::System::host().cpu(0);
-            info.mem_hierarchy = crate::memory::from_sysfs(&cpu0);
+            info.mem_hierarchy = crate::memory::from_sysfs(&counterhal_system::System::host());
         }
     }
     // Arm's /proc/cpuinfo has no `model name`: PAPI's perf_event component then names the
@@ -473,28 +471,10 @@ pub fn executable() -> ExeInfo {
 /// PAPI's Linux component reads them.
 fn segments(exe: &str) -> [usize; 6] {
     let mut ranges = [0usize; 6];
-    let maps = counterhal_system::System::host()
-        .process("self")
-        .join("maps");
-    let Ok(maps) = std::fs::read_to_string(maps) else {
-        return ranges;
-    };
     let mut after_data = false;
-    for line in maps.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (Some(span), Some(perms)) = (fields.first(), fields.get(1)) else {
-            continue;
-        };
-        let Some((start, end)) = span.split_once('-') else {
-            continue;
-        };
-        let (Ok(start), Ok(end)) = (
-            usize::from_str_radix(start, 16),
-            usize::from_str_radix(end, 16),
-        ) else {
-            continue;
-        };
-        let path = fields.get(5).copied().unwrap_or("");
+    for mapping in counterhal_system::System::host().own_mappings() {
+        let (start, end, perms) = (mapping.start, mapping.end, mapping.permissions.as_str());
+        let path = mapping.path.as_str();
         if path == exe && perms.contains('x') && ranges[0] == 0 {
             ranges[0] = start;
             ranges[1] = end;
@@ -518,32 +498,14 @@ fn segments(exe: &str) -> [usize; 6] {
 pub fn shared_libraries() -> ShlibInfo {
     let exe = std::env::current_exe().unwrap_or_default();
     let exe = exe.to_string_lossy();
-    let maps = std::fs::read_to_string(
-        counterhal_system::System::host()
-            .process("self")
-            .join("maps"),
-    )
-    .unwrap_or_default();
     let mut objects: Vec<AddressMap> = Vec::new();
     let mut names: Vec<String> = Vec::new();
-    for line in maps.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (Some(span), Some(perms), Some(path)) = (fields.first(), fields.get(1), fields.get(5))
-        else {
-            continue;
-        };
-        if !path.starts_with('/') || *path == exe || !path.contains(".so") {
+    for mapping in counterhal_system::System::host().own_mappings() {
+        let (start, end, perms) = (mapping.start, mapping.end, mapping.permissions.as_str());
+        let path = mapping.path.as_str();
+        if !path.starts_with('/') || *path == *exe || !path.contains(".so") {
             continue;
         }
-        let Some((start, end)) = span.split_once('-') else {
-            continue;
-        };
-        let (Ok(start), Ok(end)) = (
-            usize::from_str_radix(start, 16),
-            usize::from_str_radix(end, 16),
-        ) else {
-            continue;
-        };
         let at = match names.iter().position(|n| n == path) {
             Some(at) => at,
             None => {

@@ -6,7 +6,7 @@
 //! Decoding takes the CPUID answers as a function, so recorded answers test it; the
 //! instruction itself is in `sys::cpuid`.
 
-use std::path::Path;
+use counterhal_system::System;
 
 /// `PAPI_mh_tlb_info_t` and `PAPI_mh_cache_info_t` of one level, and the hierarchy.
 #[repr(C)]
@@ -309,13 +309,13 @@ fn intel_leaf4(cpuid: Cpuid<'_>, mh: &mut MemoryHierarchy) {
     }
 }
 
-/// The hierarchy sysfs gives under `cpu0` (`.../cpu/cpu0`), as PAPI 7.0's
+/// The hierarchy sysfs gives for CPU 0 of `system`, as PAPI 7.0's
 /// `generic_get_memory_info` reads it: each `cache/indexN` at its `level`, its `type` with
 /// its `write_policy` and `allocation_policy` bits, `size` in bytes, `coherency_line_size`,
 /// `ways_of_associativity`, and `number_of_sets` as the number of lines (PAPI's reading).
-pub fn from_sysfs(cpu0: &Path) -> MemoryHierarchy {
+pub fn from_sysfs(system: &System) -> MemoryHierarchy {
     let mut mh = MemoryHierarchy::empty();
-    for cache in sysfs_caches(cpu0) {
+    for cache in sysfs_caches(system, 0) {
         let mut kind = match cache.kind.as_str() {
             "Data" => DATA,
             "Instruction" => INST,
@@ -366,46 +366,23 @@ pub struct SysfsCache {
     pub allocation: String,
 }
 
-/// The caches sysfs lists for one CPU (its folder, `.../cpu/cpu0`), in index order; a file
-/// missing or unreadable reads as 0 or empty.
-pub fn sysfs_caches(cpu: &Path) -> Vec<SysfsCache> {
-    let Ok(entries) = std::fs::read_dir(cpu.join("cache")) else {
-        return Vec::new();
-    };
-    let mut indices: Vec<u32> = entries
-        .filter_map(|e| {
-            e.ok()?
-                .file_name()
-                .to_str()?
-                .strip_prefix("index")?
-                .parse()
-                .ok()
-        })
-        .collect();
-    indices.sort_unstable();
-    indices
+/// The caches sysfs lists for CPU `cpu` of `system` (its `cache/indexN`), in index order; a
+/// file missing or unreadable reads as 0 or empty.
+pub fn sysfs_caches(system: &System, cpu: u32) -> Vec<SysfsCache> {
+    let number = |n: Option<u32>| n.and_then(|n| i32::try_from(n).ok()).unwrap_or(0);
+    system
+        .cpu_caches(cpu)
         .into_iter()
-        .map(|i| {
-            let dir = cpu.join(format!("cache/index{i}"));
-            let text = |f: &str| {
-                std::fs::read_to_string(dir.join(f)).map_or(String::new(), |t| t.trim().into())
-            };
-            let number = |f: &str| {
-                let t = text(f);
-                let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
-                digits.parse().unwrap_or(0)
-            };
-            SysfsCache {
-                level: number("level"),
-                kind: text("type"),
-                size_kib: number("size"),
-                line_size: number("coherency_line_size"),
-                ways: number("ways_of_associativity"),
-                sets: number("number_of_sets"),
-                partitions: number("physical_line_partition"),
-                write_policy: text("write_policy"),
-                allocation: text("allocation_policy"),
-            }
+        .map(|cache| SysfsCache {
+            level: number(cache.level),
+            kind: cache.kind.unwrap_or_default(),
+            size_kib: number(cache.size_kib),
+            line_size: number(cache.line_size),
+            ways: number(cache.ways),
+            sets: number(cache.sets),
+            partitions: number(cache.partitions),
+            write_policy: cache.write_policy.unwrap_or_default(),
+            allocation: cache.allocation_policy.unwrap_or_default(),
         })
         .collect()
 }

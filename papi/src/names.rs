@@ -47,11 +47,6 @@ pub fn gives_levels(backend_name: &str) -> bool {
     }
 }
 
-/// The kernel's PMU directory, where the PMUs' `type`, `cpumask` and `format/` are.
-pub fn pmu_devices() -> std::path::PathBuf {
-    counterhal_system::System::host().pmu_devices()
-}
-
 /// The software PMUs the kernel lists beside the hardware ones; they filter privilege levels
 /// as the core PMU does.
 const SOFTWARE_PMUS: [&str; 5] = ["software", "tracepoint", "breakpoint", "kprobe", "uprobe"];
@@ -73,11 +68,11 @@ pub fn counts_every_level(backend_name: &str) -> bool {
 /// Whether PMU `pmu` of the kernel's PMU directory filters no privilege level (see
 /// [`counts_every_level`]).
 pub fn pmu_filters_no_level(pmu: &str) -> bool {
-    let dir = pmu_devices().join(pmu);
     pmu != "cpu"
         && !SOFTWARE_PMUS.contains(&pmu)
-        && dir.join("type").is_file()
-        && !dir.join("cpus").exists()
+        && counterhal_system::System::host()
+            .pmu(pmu)
+            .is_some_and(|device| !device.has_file("cpus"))
 }
 
 /// The preset index of `name`, if it is one of PAPI 7.0's 108: `PAPI_` as written, the rest

@@ -25,15 +25,12 @@
 //! only regular files of at most a page are read (never a FIFO or a device), and a file
 //! refused so is no event.
 
-use std::path::{Path, PathBuf};
-
-use counterhal_system::System;
+use counterhal_system::{RaplZone, System};
 
 use crate::codes::{ECMP, EINVAL, EISRUN, ENOEVNT, ENOTRUN, OK};
 use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_ALL, GRN_SYS, Library, PapiSet, RUNNING, STOPPED, with};
 use crate::names::{self, Code, Native};
-use crate::topology::sysfs_text;
 
 /// The component's index: after the `sde` component, before `sysdetect`.
 pub const CIDX: i32 = crate::sde::COMPONENTS;
@@ -93,10 +90,11 @@ pub struct ZoneEvent {
     pub rapl: bool,
     /// The zone's name (`package-0`, `core`, `dram`).
     pub zone: String,
-    /// The file read.
-    pub path: PathBuf,
-    /// The sysfs tree it is read in (`/sys`, or `COUNTERHAL_SYSFS`): see the module's rules.
-    pub tree: PathBuf,
+    /// The zone whose file is read (`None`: none, an event of a test's), in the sysfs tree
+    /// of `/sys` or `COUNTERHAL_SYSFS`: see the module's rules.
+    pub source: Option<RaplZone>,
+    /// The file read (`energy_uj`).
+    pub file: &'static str,
     /// The zone's name for a `NAME` event; empty for the others, as PAPI's.
     pub description: String,
     /// For an energy event, `max_energy_range_uj` of its zone (0 where unreadable).
@@ -135,58 +133,60 @@ fn number(text: &str) -> i64 {
     digits[..end].parse::<i64>().map_or(0, |n| sign * n)
 }
 
-/// The value of `path` in `tree` now (0 where it cannot be read, as PAPI's `atoll` of
+/// The value of `event`'s file now (0 where it cannot be read, as PAPI's `atoll` of
 /// nothing).
-fn value(tree: &Path, path: &Path) -> i64 {
-    sysfs_text(tree, path).map_or(0, |text| number(&text))
+fn value(event: &ZoneEvent) -> i64 {
+    let text = event
+        .source
+        .as_ref()
+        .and_then(|zone| zone.file(event.file).ok()?);
+    text.map_or(0, |text| number(&text))
 }
 
 /// The events of the zones in `system`'s powercap class (its sysfs is `/sys`, or
 /// `COUNTERHAL_SYSFS`) for sockets `0..sockets`, in PAPI's order.
 pub fn discover(system: &System, sockets: i32) -> Vec<ZoneEvent> {
-    let tree = system.sysfs();
     let mut events = Vec::new();
-    let mut zone = |dir: PathBuf, suffix: String, table: &[(&str, &str)]| {
-        let range = dir.join("max_energy_range_uj");
-        let zone_name = sysfs_text(tree, &dir.join("name"))
-            .unwrap_or_default()
-            .trim()
-            .to_string();
+    let mut zone = |zone: RaplZone, suffix: String, table: &[(&str, &'static str)]| {
+        let zone_name = zone.name().unwrap_or_default();
         for (event, file) in table {
-            let path = dir.join(file);
             // A file the tree's rules refuse (a link out, a FIFO, a device, too long) is no
             // event; one that exists but cannot be read (root's only) is, reading 0.
-            let text = match facade::advanced::read_tree_file(tree, &path) {
+            let text = match zone.file(file) {
                 Err(_) => continue,
-                Ok(None) if !path.exists() => continue,
+                Ok(None) if !zone.has_file(file) => continue,
                 Ok(text) => text.unwrap_or_default(),
             };
             let description = match *event {
-                "NAME" => text.trim().to_string(),
+                "NAME" => text,
                 _ => String::new(),
             };
+            let wraps_at = (*event == "ENERGY_UJ").then(|| {
+                zone.file("max_energy_range_uj")
+                    .ok()
+                    .flatten()
+                    .map_or(0, |text| number(&text))
+            });
             events.push(ZoneEvent {
                 name: format!("{event}:{suffix}"),
                 rapl: false,
                 zone: zone_name.clone(),
-                wraps_at: (*event == "ENERGY_UJ").then(|| value(tree, &range)),
-                path,
-                tree: tree.to_path_buf(),
+                wraps_at,
+                source: Some(zone.clone()),
+                file,
                 description,
             });
         }
     };
     for socket in 0..sockets.max(1) as u32 {
-        let package = system.rapl_zone(socket, None);
-        if !package.is_dir() {
+        let Some(package) = system.rapl_zone(socket, None) else {
             continue;
-        }
+        };
         zone(package, format!("ZONE{socket}"), &PACKAGE_EVENTS);
         for sub in 0.. {
-            let dir = system.rapl_zone(socket, Some(sub));
-            if !dir.is_dir() {
+            let Some(dir) = system.rapl_zone(socket, Some(sub)) else {
                 break;
-            }
+            };
             zone(dir, format!("ZONE{socket}_SUBZONE{sub}"), &SUBZONE_EVENTS);
         }
     }
@@ -229,11 +229,8 @@ fn machine(system: &System) -> (System, i32) {
     let tree = std::env::var_os("COUNTERHAL_SYSFS")
         .filter(|r| !r.is_empty())
         .map(|root| system.clone().with_sysfs(root));
-    let with_cpus = tree
-        .as_ref()
-        .filter(|t| t.cpus().is_dir())
-        .unwrap_or(system);
-    let sockets = crate::topology::read(&with_cpus.sys_file("devices/system")).sockets;
+    let with_cpus = tree.as_ref().filter(|t| t.has_cpu(0)).unwrap_or(system);
+    let sockets = crate::topology::read(with_cpus).sockets;
     (tree.unwrap_or_else(|| system.clone()), sockets)
 }
 
@@ -405,10 +402,7 @@ fn events_of<'a>(events: &'a [ZoneEvent], set: &PapiSet) -> Result<Vec<&'a ZoneE
 
 /// Each event's value now.
 fn now(events: &[ZoneEvent], set: &PapiSet) -> Result<Vec<i64>, i32> {
-    Ok(events_of(events, set)?
-        .iter()
-        .map(|e| value(&e.tree, &e.path))
-        .collect())
+    Ok(events_of(events, set)?.iter().map(|e| value(e)).collect())
 }
 
 /// What an event reads: an energy counter's microjoules since `start` (across one wrap at
@@ -448,7 +442,7 @@ pub fn read_each(set: &PapiSet, mut put: impl FnMut(usize, i64)) -> Result<i32, 
     let events = events();
     for (i, event) in events_of(&events, set)?.into_iter().enumerate() {
         let start = set.own_starts.get(i).copied().unwrap_or(0);
-        put(i, count(event, start, value(&event.tree, &event.path)));
+        put(i, count(event, start, value(event)));
     }
     Ok(OK)
 }
@@ -481,7 +475,7 @@ mod tests {
 
     /// A zone tree as the kernel's powercap class lays it out (Documentation/ABI/testing/
     /// sysfs-class-powercap): a package zone with both constraints, two subzones.
-    fn tree(name: &str) -> PathBuf {
+    fn tree(name: &str) -> std::path::PathBuf {
         let root =
             std::env::temp_dir().join(format!("papi-powercap-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
@@ -616,9 +610,7 @@ mod tests {
             assert!(names.contains(&kept), "{kept} not in {names:?}");
         }
         assert!(
-            events
-                .iter()
-                .all(|e| value(&e.tree, &e.path) != 123_456_789),
+            events.iter().all(|e| value(e) != 123_456_789),
             "the secret outside the tree was read"
         );
         let _ = std::fs::remove_dir_all(&root);
@@ -633,8 +625,8 @@ mod tests {
             name: "ENERGY_UJ:ZONE0".into(),
             rapl: false,
             zone: "package-0".into(),
-            path: PathBuf::new(),
-            tree: PathBuf::new(),
+            source: None,
+            file: "energy_uj",
             description: String::new(),
             wraps_at: Some(1_000),
         };

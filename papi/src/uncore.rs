@@ -308,9 +308,11 @@ fn number(text: &str) -> Option<u64> {
 /// The first CPU of kernel PMU `pmu`'s `cpumask` (`0`, `0,18`, `0-3`), where perf opens its
 /// events; `None` where the PMU is not here.
 pub fn first_cpu(pmu: &str) -> Option<u32> {
-    let mask = std::fs::read_to_string(names::pmu_devices().join(pmu).join("cpumask")).ok()?;
-    let first = mask.trim().split([',', '-']).next()?;
-    first.parse().ok()
+    let mask = counterhal_system::System::host()
+        .pmu(pmu)?
+        .file("cpumask")
+        .ok()??;
+    counterhal_system::parse_cpu_list(&mask)?.first().copied()
 }
 
 /// The component's events, as `PAPI_enum_cmp_event` lists them (`skx_unc_imc0::UNC_M_CAS_COUNT`):

@@ -30,9 +30,10 @@ impl Budget {
     /// The budget of a process that raised its limit to `limit` and serves at most
     /// `max_connections` at once: what is open now is the baseline.
     pub fn new(limit: libc::rlim_t, max_connections: usize) -> Budget {
-        let baseline =
-            std::fs::read_dir(counterhal_system::System::host().process("self").join("fd"))
-                .map_or(3, Iterator::count);
+        let baseline = counterhal_system::System::host()
+            .descriptor_directory()
+            .and_then(|descriptors| descriptors.count())
+            .unwrap_or(3);
         Budget {
             limit: usize::try_from(limit).unwrap_or(usize::MAX),
             connections: max_connections,

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use counterhal::{Chosen, Encoding, Error, ErrorKind, OpenOptions, ResolvedEvent};
 use counterhal_hal::{BackendTarget, CpuList};
-use counterhal_system::{PerfAccess, System};
+use counterhal_system::{PerfAccess, PmuDevices, System};
 
 /// `perf_event_attr.type` of the software events; their configs 0 and 1 are the clocks.
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -158,14 +158,13 @@ fn absent_pmu<'a>(name: &'a str, devices: &Path) -> Option<&'a str> {
         && pmu
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if !named || devices.join(pmu).exists() {
+    let present = PmuDevices::at(devices).names();
+    if !named || present.iter().any(|dir| dir == pmu) {
         return None;
     }
-    let boxes = std::fs::read_dir(devices).ok()?.flatten().any(|entry| {
-        entry
-            .file_name()
-            .to_str()
-            .and_then(|dir| dir.strip_prefix(pmu)?.strip_prefix('_'))
+    let boxes = present.iter().any(|dir| {
+        dir.strip_prefix(pmu)
+            .and_then(|rest| rest.strip_prefix('_'))
             .is_some_and(|n| !n.is_empty())
     });
     (!boxes).then_some(pmu)
@@ -247,9 +246,10 @@ fn pmu_of(event: &ResolvedEvent, devices: &Path) -> (String, Option<CpuList>) {
         }
         .to_string()
     });
-    let cpus = std::fs::read_to_string(devices.join(&name).join("cpumask"))
-        .ok()
-        .and_then(|text| text.trim().parse::<CpuList>().ok())
+    let device = PmuDevices::at(devices).device(&name).ok().flatten();
+    let cpus = device
+        .and_then(|device| device.file("cpumask").ok().flatten())
+        .and_then(|text| text.parse::<CpuList>().ok())
         .filter(|cpus| !cpus.is_empty());
     (name, cpus)
 }
@@ -281,14 +281,11 @@ pub fn may_multiplex(pmu: &str) -> bool {
 
 /// The PMU under `devices` whose `type` file holds `type_`.
 fn pmu_named_by_type(devices: &Path, type_: u32) -> Option<String> {
-    std::fs::read_dir(devices)
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let text = std::fs::read_to_string(entry.path().join("type")).ok()?;
-            (text.trim().parse::<u32>().ok()? == type_)
-                .then(|| entry.file_name().to_string_lossy().into_owned())
-        })
+    let pmus = PmuDevices::at(devices);
+    pmus.names().into_iter().find(|name| {
+        let device = pmus.device(name).ok().flatten();
+        device.is_some_and(|device| device.type_() == type_)
+    })
 }
 
 /// The unit an event is exported in and what one count is in it: seconds for the software

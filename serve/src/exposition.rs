@@ -462,8 +462,9 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         "A fact of this host that metric formulas read as a # constant (perf's names).",
     );
     facts.header(out, format);
+    let machine = counterhal::metrics::Machine::new(exporter.system.clone());
     for (name, _) in counterhal::metrics::machine::KNOWN {
-        if let Some(value) = counterhal::metrics::machine::constant(&exporter.system, name) {
+        if let Some(value) = counterhal::metrics::machine::constant(&machine, name) {
             let fact = name.trim_start_matches('#');
             facts.sample(out, &[("fact", Label::Text(fact))], Number::Float(value));
         }

@@ -7,10 +7,7 @@
 //! `/proc/stat`. Read at each scrape into buffers on the stack (the paths made at start):
 //! nothing is allocated.
 
-use std::fs::File;
-use std::path::PathBuf;
-
-use counterhal_system::{StatFields, System};
+use counterhal_system::{DescriptorDirectory, StatFile, System};
 
 use super::sys;
 
@@ -26,10 +23,10 @@ pub struct Constants {
     /// and the process's start after boot (`starttime`, in clock ticks); `None` where either
     /// cannot be read.
     start_time_seconds: Option<f64>,
-    /// This process's stat file (`/proc/self/stat`).
-    stat: PathBuf,
-    /// This process's directory of descriptors (`/proc/self/fd`).
-    descriptors: PathBuf,
+    /// This process's stat file (`/proc/self/stat`), where procfs has it.
+    stat: Option<StatFile>,
+    /// This process's directory of descriptors (`/proc/self/fd`), where procfs has it.
+    descriptors: Option<DescriptorDirectory>,
 }
 
 impl Constants {
@@ -38,9 +35,11 @@ impl Constants {
         let (ticks_per_second, page_size) = sys::clock_ticks_and_page_size();
         let ticks_per_second = ticks_per_second as f64;
         let boot = system.boot_time();
-        let stat = system.process("self").join("stat");
+        let stat = system.stat_file("self");
         let mut buffer = [0u8; STAT_BUFFER];
-        let started = StatFields::read(&stat, &mut buffer).and_then(|s| s.field(STARTTIME));
+        let started = stat
+            .as_ref()
+            .and_then(|stat| stat.read(&mut buffer)?.field(STARTTIME));
         let start_time_seconds = match (boot, started) {
             (Some(boot), Some(ticks)) => Some(boot as f64 + ticks as f64 / ticks_per_second),
             _ => None,
@@ -50,7 +49,7 @@ impl Constants {
             page_size,
             start_time_seconds,
             stat,
-            descriptors: system.process("self").join("fd"),
+            descriptors: system.descriptor_directory(),
         }
     }
 }
@@ -89,13 +88,16 @@ impl Process {
     /// The figures now.
     pub fn now(constants: &Constants) -> Process {
         let mut buffer = [0u8; STAT_BUFFER];
-        let stat = StatFields::read(&constants.stat, &mut buffer);
+        let stat = constants
+            .stat
+            .as_ref()
+            .and_then(|stat| stat.read(&mut buffer));
         let field = |number| stat.as_ref().and_then(|s| s.field(number));
         let cpu_ticks = field(UTIME).zip(field(STIME)).map(|(u, s)| u + s);
         Process {
             cpu_seconds: cpu_ticks.map(|ticks| ticks as f64 / constants.ticks_per_second),
-            open_fds: File::open(&constants.descriptors)
-                .ok()
+            open_fds: (constants.descriptors.as_ref())
+                .and_then(|dir| dir.open().ok())
                 .and_then(|dir| sys::directory_entries(&dir)),
             max_fds: sys::soft_limit(sys::Limit::OpenFiles),
             virtual_memory_bytes: field(VSIZE),
@@ -118,7 +120,7 @@ mod tests {
         let line = b"42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 \
                      555 8192 3 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
         buffer[..line.len()].copy_from_slice(line);
-        let stat = StatFields::parse(&buffer[..line.len()]).unwrap();
+        let stat = counterhal_system::StatFields::parse(&buffer[..line.len()]).unwrap();
         assert_eq!(stat.field(3), None, "`S` is no number");
         assert_eq!(stat.field(4), Some(1));
         assert_eq!(stat.field(UTIME), Some(7));

@@ -5,7 +5,8 @@
 use counterhal_hal::{Group, OpenOptions, Reading};
 
 use super::{
-    MetricDef, NamedReading, System, Threshold, chosen, classify, evaluate, events_needed, readable,
+    Machine, MetricDef, NamedReading, System, Threshold, chosen, classify, evaluate, events_needed,
+    readable,
 };
 use crate::{AnyGroup, Chosen, Error, EventSet, Result, Target};
 
@@ -18,8 +19,8 @@ pub struct MetricSet {
     events: Vec<String>,
     /// The events' set.
     set: EventSet<AnyGroup>,
-    /// The system whose facts the metrics read (this machine's, where the set counts).
-    system: System,
+    /// The facts the metrics read (this machine's, where the set counts: its threads).
+    facts: Machine,
     /// The readings of the last read, one per event.
     readings: Vec<Reading>,
     /// When the set was last enabled (real time, ns), while it is.
@@ -89,7 +90,7 @@ impl Chosen {
             metrics,
             events,
             set,
-            system,
+            facts: Machine::new(system),
             enabled_at: None,
             enabled_ns: 0,
         })
@@ -168,9 +169,9 @@ impl MetricSet {
             .iter()
             .map(|metric| MetricValue {
                 name: metric.name,
-                value: evaluate(&self.system, metric, &counted, length_ns),
+                value: evaluate(&self.facts, metric, &counted, length_ns),
                 unit: metric.unit,
-                threshold: classify(&self.system, metric, &counted, length_ns),
+                threshold: classify(&self.facts, metric, &counted, length_ns),
             })
             .collect())
     }

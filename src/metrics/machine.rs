@@ -5,10 +5,9 @@
 //! procfs or CPUID; a fact not found there has no value, and `-M` refuses the metrics that
 //! need it with the reason.
 
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use counterhal_system::System;
+use counterhal_system::{CpuSiblings, System};
 use counterhal_x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
 
 /// The `#` constants counterhal gives values to, and what each means (for errors and docs).
@@ -43,15 +42,49 @@ pub const KNOWN: [(&str, &str); 13] = [
     ),
 ];
 
-/// The CPUs counted, where CPUs are ([`count_cpus`]): `None` inside for all of them.
-static COUNTED_CPUS: OnceLock<Option<Vec<u32>>> = OnceLock::new();
+/// What a metric's formula reads beside the counts: the machine's facts (a [`System`]'s) and
+/// whether CPUs were counted rather than a command's or processes' threads, which perf's tool
+/// events `#target_cpu` and `#core_wide` tell its formulas (tools/perf/util/tool_pmu.c). Each
+/// measurement holds its own: nothing is set for the process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Machine {
+    system: System,
+    /// The CPUs counted, where CPUs are: `None` inside for all of them.
+    counted_cpus: Option<Option<Vec<u32>>>,
+}
 
-/// Says, for the rest of the process, that the metrics' events count CPUs (`stat -a`: all of
-/// them, `None`; `stat -C LIST`: those) rather than a command's or processes' threads: what
-/// perf's `#target_cpu` and `#core_wide` tell its formulas (tools/perf/util/tool_pmu.c). The
-/// first call wins; without one, both are 0, as perf gives them to `perf stat COMMAND`.
-pub fn count_cpus(cpus: Option<&[u32]>) {
-    COUNTED_CPUS.get_or_init(|| cpus.map(<[u32]>::to_vec));
+impl Machine {
+    /// `system`'s facts, a command's or processes' threads counted (`#target_cpu` and
+    /// `#core_wide` 0, as perf gives them to `perf stat COMMAND`).
+    pub fn new(system: System) -> Machine {
+        Machine {
+            system,
+            counted_cpus: None,
+        }
+    }
+
+    /// This machine's facts, threads counted.
+    pub fn host() -> Machine {
+        Machine::new(System::host())
+    }
+
+    /// The same, CPUs counted (`stat -a`: all of them, `None`; `stat -C LIST`: those).
+    #[must_use]
+    pub fn counting_cpus(mut self, cpus: Option<&[u32]>) -> Machine {
+        self.counted_cpus = Some(cpus.map(<[u32]>::to_vec));
+        self
+    }
+
+    /// The system whose facts are read.
+    pub fn system(&self) -> &System {
+        &self.system
+    }
+}
+
+impl From<System> for Machine {
+    fn from(system: System) -> Machine {
+        Machine::new(system)
+    }
 }
 
 /// perf's `core_wide` (tools/perf/util/smt.c): CPUs are counted, and either SMT is off or
@@ -72,31 +105,10 @@ fn core_wide(
     }
 }
 
-/// The CPUs of a sysfs list (`0-3,8`).
-fn list_cpus(list: &str) -> Option<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => cpus.extend(a.parse::<u32>().ok()?..=b.parse::<u32>().ok()?),
-            None => cpus.push(part.parse().ok()?),
-        }
-    }
-    Some(cpus)
-}
-
-/// A file of a sysfs tree, read by the tree's rules (Linux); elsewhere no tree is read.
-#[cfg(feature = "linux")]
-use counterhal_linux::read_tree_file;
-
-/// Without the Linux backend, no sysfs tree is read: no fact comes from one.
-#[cfg(not(feature = "linux"))]
-fn read_tree_file(_tree: &Path, _file: &Path) -> crate::Result<Option<String>> {
-    Ok(None)
-}
-
-/// The value of the constant `name` on `system` (`None`: not a constant we know, or not
+/// The value of the constant `name` on `machine` (`None`: not a constant we know, or not
 /// known there).
-pub fn constant(system: &System, name: &str) -> Option<f64> {
+pub fn constant(machine: &Machine, name: &str) -> Option<f64> {
+    let system = &machine.system;
     let facts = Facts::of(system);
     match name {
         "#num_cpus_online" => Some(online_cpus(system).len() as f64),
@@ -106,19 +118,16 @@ pub fn constant(system: &System, name: &str) -> Option<f64> {
         "#num_dies" => facts.dies.map(f64::from),
         "#num_cores" => facts.cores.map(f64::from),
         "#has_pmem" => Some(f64::from(u8::from(facts.has_pmem))),
-        "#target_cpu" => Some(f64::from(u8::from(COUNTED_CPUS.get().is_some()))),
+        "#target_cpu" => Some(f64::from(u8::from(machine.counted_cpus.is_some()))),
         "#core_wide" => {
-            let siblings = |cpu: u32| {
-                read(&system.cpu(cpu).join("topology/thread_siblings_list"))
-                    .and_then(|l| list_cpus(&l))
-            };
-            let wide = core_wide(COUNTED_CPUS.get(), facts.smt_on, &siblings);
+            let siblings = |cpu: u32| system.cpu_siblings(cpu).threads;
+            let wide = core_wide(machine.counted_cpus.as_ref(), facts.smt_on, &siblings);
             Some(f64::from(u8::from(wide)))
         }
         "#cores_per_socket" => facts.cores_per_package.map(f64::from),
         "#system_tsc_freq" => facts.tsc_hz,
-        "#slots" => core_pmu_slots(&system.pmu_devices()),
-        "#chas_per_socket" => chas_per_socket(&system.pmu_devices()),
+        "#slots" => core_pmu_slots(system),
+        "#chas_per_socket" => chas_per_socket(system),
         _ => None,
     }
 }
@@ -127,8 +136,9 @@ pub fn constant(system: &System, name: &str) -> Option<f64> {
 fn online_cpus(system: &System) -> counterhal_hal::CpuList {
     match *system == System::host() {
         true => crate::online_cpus(),
-        false => read(&system.cpus().join("online"))
-            .and_then(|list| list.parse().ok())
+        false => system
+            .online_cpus()
+            .map(counterhal_hal::CpuList::from_cpus)
             .unwrap_or_default(),
     }
 }
@@ -138,15 +148,13 @@ fn online_cpus(system: &System) -> counterhal_hal::CpuList {
 /// socket's caching agents adds up, one PMU each (`uncore_cha_0`, `uncore_cha_1`, ...: every
 /// box perf opens such an event on). None where there is no CHA PMU (where perf cannot open
 /// the event either).
-fn chas_per_socket(devices: &Path) -> Option<f64> {
-    let boxes = std::fs::read_dir(devices)
-        .ok()?
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            entry
-                .file_name()
-                .to_str()
-                .and_then(|name| name.strip_prefix("uncore_cha_"))
+fn chas_per_socket(system: &System) -> Option<f64> {
+    let boxes = system
+        .pmus()
+        .names()
+        .iter()
+        .filter(|name| {
+            name.strip_prefix("uncore_cha_")
                 .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         })
         .count();
@@ -155,17 +163,16 @@ fn chas_per_socket(devices: &Path) -> Option<f64> {
 
 /// perf's `#slots` on Arm (tools/perf/arch/arm64/util/pmu.c): the first core PMU's
 /// `caps/slots` (the arm_pmuv3 driver's PMMIR_EL1.SLOTS, in hex); none where it is 0 or absent.
-/// The file is read by the `--sysfs` tree's rules (inside it, a regular file, a page at most).
-fn core_pmu_slots(devices: &Path) -> Option<f64> {
-    let mut pmus: Vec<PathBuf> = std::fs::read_dir(devices)
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("cpus").exists())
-        .collect();
-    pmus.sort();
-    let slots = read_tree_file(devices, &pmus.first()?.join("caps/slots"));
-    slots_value(&slots.ok()??)
+/// The file is read by the system's rule (inside the `--sysfs` tree, a regular file, a page at
+/// most).
+fn core_pmu_slots(system: &System) -> Option<f64> {
+    let pmus = system.pmus();
+    let core = pmus
+        .names()
+        .iter()
+        .filter_map(|name| pmus.device(name).ok().flatten())
+        .find(|pmu| pmu.has_file("cpus"))?;
+    slots_value(&core.file("caps/slots").ok()??)
 }
 
 /// A `caps/slots` file's value (`0x00000005`); `None` for 0, which perf takes as no value.
@@ -198,24 +205,6 @@ struct Facts {
     tsc_hz: Option<f64>,
 }
 
-fn read(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|t| t.trim().to_string())
-}
-
-/// How many CPUs a sysfs list (`0-3,8`) names.
-fn list_len(list: &str) -> Option<u32> {
-    let mut count = 0;
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        count += match part.split_once('-') {
-            Some((a, b)) => b.parse::<u32>().ok()? - a.parse::<u32>().ok()? + 1,
-            None => part.parse::<u32>().map(|_| 1).ok()?,
-        };
-    }
-    (count > 0).then_some(count)
-}
-
 impl Facts {
     /// `system`'s facts: this machine's read once, another tree's at each call.
     fn of(system: &System) -> Facts {
@@ -228,14 +217,13 @@ impl Facts {
 
     fn read(system: &System) -> Facts {
         let cpus = online_cpus(system);
-        let topology = |cpu: u32, file: &str| read(&system.cpu(cpu).join("topology").join(file));
-        let mut packages: Vec<String> = Vec::new();
-        let mut cores_of_first: Vec<String> = Vec::new();
+        let mut packages: Vec<u32> = Vec::new();
+        let mut cores_of_first: Vec<u32> = Vec::new();
         for cpu in cpus.iter() {
-            let package = topology(cpu, "physical_package_id");
-            if let Some(package) = package {
+            let topology = system.cpu_topology(cpu);
+            if let Some(package) = topology.socket {
                 if packages.first().is_none_or(|p| *p == package)
-                    && let Some(core) = topology(cpu, "core_id")
+                    && let Some(core) = topology.core
                     && !cores_of_first.contains(&core)
                 {
                     cores_of_first.push(core);
@@ -248,11 +236,10 @@ impl Facts {
         // As perf's `online_topology` counts them (tools/perf/util/cputopo.c): each
         // distinct list of the CPUs sharing a die, a core (`core_cpus_list`, or the older
         // `thread_siblings_list`).
-        let distinct = |file: &str, older: Option<&str>| {
-            let mut lists: Vec<String> = Vec::new();
+        let distinct = |list: &dyn Fn(CpuSiblings) -> Option<Vec<u32>>| {
+            let mut lists: Vec<Vec<u32>> = Vec::new();
             for cpu in cpus.iter() {
-                if let Some(list) =
-                    topology(cpu, file).or_else(|| older.and_then(|f| topology(cpu, f)))
+                if let Some(list) = list(system.cpu_siblings(cpu))
                     && !lists.contains(&list)
                 {
                     lists.push(list);
@@ -261,15 +248,17 @@ impl Facts {
             u32::try_from(lists.len()).ok().filter(|&n| n > 0)
         };
         let first = cpus.first().unwrap_or(0);
+        let threads = system.cpu_siblings(first).threads;
+        let count = |n: usize| u32::try_from(n).ok().filter(|&n| n > 0);
         Facts {
-            dies: distinct("die_cpus_list", None),
-            cores: distinct("core_cpus_list", Some("thread_siblings_list")),
-            has_pmem: system.sys_file("firmware/acpi/tables/NFIT").exists(),
-            smt_on: read(&system.cpus().join("smt/active")).as_deref() == Some("1"),
-            threads_per_core: topology(first, "thread_siblings_list").and_then(|l| list_len(&l)),
-            packages: u32::try_from(packages.len()).ok().filter(|&n| n > 0),
-            cores_per_package: u32::try_from(cores_of_first.len()).ok().filter(|&n| n > 0),
-            tsc_hz: tsc_hz(read(&system.proc_file("cpuinfo")).as_deref()).map(|t| t.hz as f64),
+            dies: distinct(&|s| s.die),
+            cores: distinct(&|s| s.core.or(s.threads)),
+            has_pmem: system.has_acpi_table("NFIT"),
+            smt_on: system.smt_active() == Some(true),
+            threads_per_core: threads.and_then(|t| count(t.len())),
+            packages: count(packages.len()),
+            cores_per_package: count(cores_of_first.len()),
+            tsc_hz: tsc_hz(system.cpuinfo().as_ref().map(|c| c.text())).map(|t| t.hz as f64),
         }
     }
 }
@@ -307,7 +296,6 @@ mod tests {
         assert!(core_wide(Some(&Some(vec![2])), false, &pairs));
         assert!(!core_wide(Some(&Some(vec![2])), true, &pairs));
         assert!(core_wide(Some(&Some(vec![3, 2])), true, &pairs));
-        assert_eq!(list_cpus("0-2,5"), Some(vec![0, 1, 2, 5]));
     }
 
     /// Oracle: perf 7.2's tool PMU (Debian sid's perf 7.2.13, in the current-releases lab's
@@ -316,13 +304,15 @@ mod tests {
     /// tool/core_wide/ true` counts this machine's cores, dies and persistent memory, and a
     /// command's threads (not CPUs), as `#num_cores`, `#num_dies`, `#has_pmem`, `#target_cpu`
     /// and `#core_wide` read them, the facts perf 7.2's metric tables read (this test process
-    /// never calls [`count_cpus`]).
+    /// counts threads).
     #[cfg(target_os = "linux")]
     #[test]
     fn cores_dies_and_pmem_are_what_perf_7_2_counts() {
         use counterhal_conformance::skip::Need;
-        let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
-            .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
+        let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB").map_or_else(
+            || std::path::PathBuf::from("/var/cache/counterhal-lab"),
+            std::path::PathBuf::from,
+        );
         let root = lab.join("sid");
         let loader = root.join("lib64/ld-linux-x86-64.so.2");
         if !root.join("usr/bin/perf").is_file() || !loader.is_file() {
@@ -359,7 +349,7 @@ mod tests {
             };
             let perf: f64 = value.parse().unwrap_or_else(|_| panic!("{line}"));
             assert_eq!(
-                constant(&System::host(), &format!("#{fact}")),
+                constant(&Machine::host(), &format!("#{fact}")),
                 Some(perf),
                 "{line}"
             );
@@ -393,12 +383,14 @@ mod tests {
         let caps = devices.join("armv8_pmuv3/caps");
         fs::create_dir_all(&caps).unwrap();
         fs::write(devices.join("armv8_pmuv3/cpus"), "0-3\n").unwrap();
+        fs::write(devices.join("armv8_pmuv3/type"), "8\n").unwrap();
         fs::write(caps.join("slots"), "0x00000005\n").unwrap();
-        assert_eq!(core_pmu_slots(&devices), Some(5.0));
+        let system = System::host().with_sysfs(&root);
+        assert_eq!(core_pmu_slots(&system), Some(5.0));
         fs::write(&outside, "0x00000006\n").unwrap();
         fs::remove_file(caps.join("slots")).unwrap();
         std::os::unix::fs::symlink(&outside, caps.join("slots")).unwrap();
-        assert_eq!(core_pmu_slots(&devices), None, "a link out of the tree");
+        assert_eq!(core_pmu_slots(&system), None, "a link out of the tree");
         fs::remove_file(caps.join("slots")).unwrap();
         let fifo = caps.join("slots");
         assert!(
@@ -417,7 +409,7 @@ mod tests {
                 let _ = file.write_all(b"0x00000007\n");
             })
         };
-        let read = core_pmu_slots(&devices);
+        let read = core_pmu_slots(&system);
         // Lets the writer go, whoever opened the FIFO.
         let release = {
             use std::os::unix::fs::OpenOptionsExt;
@@ -433,20 +425,13 @@ mod tests {
         assert_eq!(read, None, "a FIFO");
     }
 
-    #[test]
-    fn sysfs_lists_count_their_cpus() {
-        assert_eq!(list_len("0-3,8"), Some(5));
-        assert_eq!(list_len("2"), Some(1));
-        assert_eq!(list_len("x"), None);
-        assert_eq!(list_len(""), None);
-    }
-
     /// Oracle: perf's own reading, `perf stat -M` of a metric that prints
     /// `#system_tsc_freq`, is not available without a PMU; the kernel's `tsc_known_freq` is:
     /// where CPUID gives the frequency (leaf 0x15 or 0x16), it agrees with a measurement to 1%.
     #[test]
     fn the_tsc_frequency_is_known_here_and_agrees_with_a_measurement() {
-        let Some(tsc) = tsc_hz(read(&System::host().proc_file("cpuinfo")).as_deref()) else {
+        let cpuinfo = System::host().cpuinfo();
+        let Some(tsc) = tsc_hz(cpuinfo.as_ref().map(|c| c.text())) else {
             counterhal_conformance::skip!(
                 counterhal_conformance::skip::Need::Platform,
                 "an x86 CPU with an invariant TSC"
@@ -460,15 +445,33 @@ mod tests {
             let ratio = measured as f64 / tsc.hz as f64;
             assert!((0.99..1.01).contains(&ratio), "{tsc:?} measured {measured}");
             assert_eq!(
-                constant(&System::host(), "#system_tsc_freq"),
+                constant(&Machine::host(), "#system_tsc_freq"),
                 Some(tsc.hz as f64)
             );
         }
     }
 
+    /// Each measurement's facts say what it counts, side by side in one process (a global
+    /// set once said it for every measurement after the first). Oracle: perf 7.2's tool PMU
+    /// (tools/perf/util/tool_pmu.c: `target_cpu` where the target names CPUs; `core_wide`
+    /// then, counting every CPU, true, smt.c).
+    #[test]
+    fn each_measurement_says_what_it_counts() {
+        let threads = Machine::host();
+        let every_cpu = Machine::host().counting_cpus(None);
+        let cpu_0 = Machine::host().counting_cpus(Some(&[0]));
+        assert_eq!(constant(&every_cpu, "#target_cpu"), Some(1.0));
+        assert_eq!(constant(&cpu_0, "#target_cpu"), Some(1.0));
+        assert_eq!(constant(&every_cpu, "#core_wide"), Some(1.0));
+        assert_eq!(constant(&threads, "#target_cpu"), Some(0.0));
+        assert_eq!(constant(&threads, "#core_wide"), Some(0.0));
+        assert_eq!(Machine::from(System::host()), threads);
+        assert_eq!(threads.system(), &System::host());
+    }
+
     #[test]
     fn the_constants_read_here_are_plausible() {
-        let host = System::host();
+        let host = Machine::host();
         let cpus = constant(&host, "#num_cpus_online").unwrap();
         assert!(cpus >= 1.0);
         let smt = constant(&host, "#smt_on").unwrap();
@@ -477,7 +480,7 @@ mod tests {
             assert!((1.0..=cpus).contains(&packages), "{packages} of {cpus}");
         }
         // No CHA PMU on the machines of this project; two on the Sapphire Rapids tree.
-        if !host.pmu_devices().join("uncore_cha_0").exists() {
+        if host.system().pmu("uncore_cha_0").is_none() {
             assert_eq!(constant(&host, "#chas_per_socket"), None);
         }
         assert!(meaning("#smt_on").is_some() && meaning("#nope").is_none());
@@ -489,10 +492,10 @@ mod tests {
     /// online, and no topology files, so those facts are unknown rather than this machine's.
     #[test]
     fn a_test_root_names_the_tree_the_facts_come_from() {
-        let spr = System::host().with_sysfs(concat!(
+        let spr = Machine::new(System::host().with_sysfs(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/backend-linux/tests/data/machines/spr-2s"
-        ));
+        )));
         assert_eq!(constant(&spr, "#chas_per_socket"), Some(2.0));
         assert_eq!(constant(&spr, "#num_packages"), None);
         assert_eq!(constant(&spr, "#num_cpus_online"), Some(224.0));

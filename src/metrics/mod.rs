@@ -33,6 +33,7 @@ mod values;
 pub use counter::{MetricSet, MetricValue};
 /// A metric's formula, parsed ([`MetricDef::formula`]), its operators and functions.
 pub use counterhal_events::expression::{Expr, Function, Op};
+pub use machine::Machine;
 use values::{read_name, value};
 
 /// An event's count as a metric's formula reads it: the name it was counted under, its
@@ -497,7 +498,9 @@ pub fn readable(system: &System, metric: &MetricDef) -> Result<(), Error> {
                 if depth < DEPTH {
                     todo.push((inner, depth + 1));
                 }
-            } else if name.starts_with('#') && machine::constant(system, &name).is_none() {
+            } else if name.starts_with('#')
+                && machine::constant(&Machine::new(system.clone()), &name).is_none()
+            {
                 let why = match machine::meaning(&name) {
                     Some(meaning) => format!("{meaning}, which this machine does not tell"),
                     None => "a machine fact counterhal does not know".to_string(),
@@ -623,7 +626,7 @@ fn is_perf_metrics_event(event: &str) -> bool {
 /// ([`Expr::names_read`](counterhal_events::expression::Expr::names_read)).
 pub fn events_needed(system: &System, metrics: &[&MetricDef]) -> Vec<String> {
     let fact = |name: &str| match name.starts_with('#') {
-        true => machine::constant(system, name),
+        true => machine::constant(&Machine::new(system.clone()), name),
         false => None,
     };
     let mut events = Vec::new();
@@ -661,15 +664,15 @@ pub fn events_needed(system: &System, metrics: &[&MetricDef]) -> Vec<String> {
 /// Intel's name of the slots event, which leads the perf-metrics group.
 const SLOTS: &str = "TOPDOWN.SLOTS";
 
-/// One metric's value over one place and stretch, its machine facts `system`'s (`None`: an
+/// One metric's value over one place and stretch, its machine facts `facts`'s (`None`: an
 /// event it reads did not count).
 pub fn evaluate<C: Counted>(
-    system: &System,
+    facts: &Machine,
     metric: &MetricDef,
     events: &[C],
     length_ns: u64,
 ) -> Option<f64> {
-    value(system, metric, events, length_ns, 0).map(|v| v * metric.scale)
+    value(facts, metric, events, length_ns, 0).map(|v| v * metric.scale)
 }
 
 /// How `metric`'s value over `events` stands against its threshold, as perf 7.2 classifies
@@ -678,13 +681,13 @@ pub fn evaluate<C: Counted>(
 /// threshold or the formula no value (a metric or event it reads that was not counted, a
 /// division by 0).
 pub fn classify<C: Counted>(
-    system: &System,
+    facts: &Machine,
     metric: &MetricDef,
     events: &[C],
     length_ns: u64,
 ) -> Option<Threshold> {
     let threshold = metric.threshold()?;
-    Threshold::of(threshold.evaluate(&|name| read_name(system, metric, events, length_ns, 0, name)))
+    Threshold::of(threshold.evaluate(&|name| read_name(facts, metric, events, length_ns, 0, name)))
 }
 
 #[cfg(test)]
@@ -721,7 +724,7 @@ mod tests {
             Some("ls_not_halted_cyc")
         );
         let by_raw = evaluate(
-            &System::host(),
+            &Machine::host(),
             backend_bound,
             &events(&[("r100001ea0", 30), ("r76", 20)]),
             1,
@@ -732,7 +735,7 @@ mod tests {
         ]);
         assert!(by_raw.is_some());
         assert_eq!(
-            evaluate(&System::host(), backend_bound, &by_name, 1),
+            evaluate(&Machine::host(), backend_bound, &by_name, 1),
             by_raw
         );
     }
@@ -754,7 +757,7 @@ mod tests {
         );
         let classify_ipc = |instructions, cycles| {
             classify(
-                &System::host(),
+                &Machine::host(),
                 ipc,
                 &events(&[("instructions", instructions), ("cpu-cycles", cycles)]),
                 1,
@@ -765,13 +768,13 @@ mod tests {
         assert_eq!(classify_ipc(100, 100), Some(Threshold::Good));
         assert_eq!(classify_ipc(100, 0), None);
         assert_eq!(
-            classify(&System::host(), ipc, &events(&[("instructions", 1)]), 1),
+            classify(&Machine::host(), ipc, &events(&[("instructions", 1)]), 1),
             None
         );
         let idle = metric("frontend_cycles_idle");
         let classify_idle = |stalled, cycles| {
             classify(
-                &System::host(),
+                &Machine::host(),
                 idle,
                 &events(&[("stalled-cycles-frontend", stalled), ("cpu-cycles", cycles)]),
                 1,
@@ -878,12 +881,12 @@ mod tests {
             joules("power/energy-pkg/", 3 << 32),
             joules("power/energy-ram/", 1 << 32),
         ];
-        let watts = evaluate(&System::host(), power, &counted, 2_000_000_000).unwrap();
+        let watts = evaluate(&Machine::host(), power, &counted, 2_000_000_000).unwrap();
         assert!((watts - 2.0).abs() < 1e-9, "{watts}");
         // Without the kernel's scale there is no value.
         let unscaled = events(&[("power/energy-pkg/", 3), ("power/energy-ram/", 1)]);
         assert_eq!(
-            evaluate(&System::host(), power, &unscaled, 2_000_000_000),
+            evaluate(&Machine::host(), power, &unscaled, 2_000_000_000),
             None
         );
         let skl = of_model("skl").unwrap();
@@ -911,7 +914,7 @@ mod tests {
             ("FRONTEND_RETIRED.L2_MISS", 1_000),
             ("CPU_CLK_UNHALTED.THREAD", 1_000_000),
         ]);
-        let share = evaluate(&System::host(), metric, &counted, 1_000_000_000).unwrap();
+        let share = evaluate(&Machine::host(), metric, &counted, 1_000_000_000).unwrap();
         assert!((share - 13.741).abs() < 1e-9, "{share}");
         assert_eq!(retire_latency(metric, "FRONTEND_RETIRED.L2_MISS:R"), 137.41);
         assert_eq!(
@@ -975,13 +978,13 @@ mod tests {
         ]);
         let value = |name: &str| {
             let m = skl.iter().find(|m| m.name == name).unwrap();
-            evaluate(&System::host(), m, &counted, 1_000_000_000)
+            evaluate(&Machine::host(), m, &counted, 1_000_000_000)
         };
         assert_eq!(value("Retiring"), Some(50.0));
         assert_eq!(value("Frontend_Bound"), Some(25.0));
         // Of `THREAD_ANY / 2 if #smt_on else THREAD`, the clocks this machine's SMT takes, as
         // perf's parser keeps them.
-        let clocks = match machine::constant(&System::host(), "#smt_on") {
+        let clocks = match machine::constant(&Machine::host(), "#smt_on") {
             Some(on) if on != 0.0 => "CPU_CLK_UNHALTED.THREAD_ANY",
             _ => "CPU_CLK_UNHALTED.THREAD",
         };
@@ -995,9 +998,9 @@ mod tests {
             ("INST_RETIRED.ANY", 3_000),
             ("CPU_CLK_UNHALTED.THREAD", 2_000),
         ]);
-        assert_eq!(evaluate(&System::host(), ipc, &counted, 1), Some(1.5));
+        assert_eq!(evaluate(&Machine::host(), ipc, &counted, 1), Some(1.5));
         assert_eq!(
-            evaluate(&System::host(), ipc, &counted[..1], 1),
+            evaluate(&Machine::host(), ipc, &counted[..1], 1),
             None,
             "cycles not counted"
         );
@@ -1018,7 +1021,7 @@ mod tests {
         let frontend = zen4.iter().find(|m| m.name == "frontend_bound").unwrap();
         let counted = reading(&[("r1000001a0", 300), ("r76", 100)]);
         assert_eq!(
-            evaluate(&System::host(), frontend, &counted, 1),
+            evaluate(&Machine::host(), frontend, &counted, 1),
             Some(50.0),
             "scaled by 100"
         );
@@ -1044,7 +1047,7 @@ mod tests {
             .find(|m| m.expression().contains("#system_tsc_freq"))
             .unwrap();
         let result = readable(&System::host(), tsc);
-        match machine::constant(&System::host(), "#system_tsc_freq") {
+        match machine::constant(&Machine::host(), "#system_tsc_freq") {
             Some(_) => assert!(result.is_ok(), "{result:?}"),
             None => {
                 let e = result.unwrap_err();
@@ -1059,13 +1062,13 @@ mod tests {
         // Not known where no CHA PMU is (this project's machines); the error names the first
         // fact of the formula not known.
         let chas = chas.expect("gnr reads #chas_per_socket");
-        if machine::constant(&System::host(), "#chas_per_socket").is_some() {
+        if machine::constant(&Machine::host(), "#chas_per_socket").is_some() {
             return;
         }
         let e = readable(&System::host(), chas).unwrap_err();
         let fact = e.message().split('`').nth(3).unwrap_or_default();
         assert!(fact.starts_with('#'), "{e}");
-        assert_eq!(machine::constant(&System::host(), fact), None, "{e}");
+        assert_eq!(machine::constant(&Machine::host(), fact), None, "{e}");
     }
 
     /// The rule the README states: the model's metric by its exact name, the portable one by
@@ -1182,11 +1185,11 @@ mod tests {
         );
         let counted = events(&[("user_time", 300_000_000), ("system_time", 200_000_000)]);
         assert_eq!(
-            evaluate(&System::host(), &busy, &counted, 1_000_000_000),
+            evaluate(&Machine::host(), &busy, &counted, 1_000_000_000),
             Some(0.5)
         );
         assert_eq!(
-            evaluate::<NamedReading>(&System::host(), &busy, &[], 1_000_000_000),
+            evaluate::<NamedReading>(&Machine::host(), &busy, &[], 1_000_000_000),
             None,
             "not counted"
         );
@@ -1206,14 +1209,14 @@ mod tests {
         ]);
         let second = 1_000_000_000;
         assert_eq!(
-            evaluate(&System::host(), by_name("IPC"), &counted, second),
+            evaluate(&Machine::host(), by_name("IPC"), &counted, second),
             Some(1.5)
         );
         assert_eq!(
-            evaluate(&System::host(), by_name("CPUs_utilized"), &counted, second),
+            evaluate(&Machine::host(), by_name("CPUs_utilized"), &counted, second),
             Some(0.5)
         );
-        let share = |name| evaluate(&System::host(), by_name(name), &counted, second).unwrap();
+        let share = |name| evaluate(&Machine::host(), by_name(name), &counted, second).unwrap();
         assert!((share("frontend_bound") - 20.0).abs() < 1e-9);
         assert!((share("bad_speculation") - 30.0).abs() < 1e-9);
         assert!((share("retiring") - 50.0).abs() < 1e-9);
@@ -1221,7 +1224,7 @@ mod tests {
         // An event not counted: no value.
         assert_eq!(
             evaluate(
-                &System::host(),
+                &Machine::host(),
                 by_name("branch_miss_rate"),
                 &counted,
                 second

@@ -2,13 +2,13 @@
 //! a machine fact, the duration, another metric's value).
 
 use super::{
-    Counted, DEPTH, MetricDef, System, energy_status, event_name, is_retire_latency, machine,
+    Counted, DEPTH, Machine, MetricDef, energy_status, event_name, is_retire_latency, machine,
     referenced, retire_latency,
 };
 
 /// `metric`'s value unscaled (at `depth` of metrics reading metrics).
 pub(super) fn value<C: Counted>(
-    system: &System,
+    facts: &Machine,
     metric: &MetricDef,
     events: &[C],
     length_ns: u64,
@@ -20,12 +20,12 @@ pub(super) fn value<C: Counted>(
     metric
         .formula()
         .ok()?
-        .evaluate(&|name| read_name(system, metric, events, length_ns, depth, name))
+        .evaluate(&|name| read_name(facts, metric, events, length_ns, depth, name))
 }
 
 /// The value a formula of `metric` (at `depth` of metrics reading metrics) reads for `name`.
 pub(super) fn read_name<C: Counted>(
-    system: &System,
+    facts: &Machine,
     metric: &MetricDef,
     events: &[C],
     length_ns: u64,
@@ -44,7 +44,7 @@ pub(super) fn read_name<C: Counted>(
             .map(|ns| ns as f64 / 1e9);
     }
     if name.starts_with('#') {
-        return machine::constant(system, name);
+        return machine::constant(facts, name);
     }
     if is_retire_latency(name) {
         return Some(retire_latency(metric, name));
@@ -59,7 +59,7 @@ pub(super) fn read_name<C: Counted>(
     }
     match referenced(metric, name) {
         // A referenced metric's own scale is for printing it, not for formulas reading it.
-        Some(inner) => value(system, inner, events, length_ns, depth + 1),
+        Some(inner) => value(facts, inner, events, length_ns, depth + 1),
         None => {
             // Counted as the raw event its table opens, printed by its own name.
             let event = event_name(metric, name);

@@ -3,21 +3,43 @@
 
 use std::path::{Path, PathBuf};
 
+mod cgroup;
+mod cpus;
+mod kernel;
+mod mounts;
 mod permissions;
+mod pmu;
 mod powercap;
 mod process;
+mod rule;
 mod stat;
+#[cfg(test)]
+mod testing;
 mod topology;
+#[cfg(unix)]
+mod tracefs;
 
+pub use cpus::parse_cpu_list;
+pub use kernel::CpuInfo;
+pub use mounts::Mount;
 pub use permissions::{PerfAccess, PerfPermissions};
-pub use process::ProcessStatus;
+pub use pmu::{PmuAlias, PmuDevice, PmuDevices};
+pub use powercap::RaplZone;
+pub use process::{DescriptorDirectory, Mapping, ProcessStatus, StatFile};
+pub use rule::{PAGE, Refused, Why};
 pub use stat::{StatFields, ThreadStat};
-pub use topology::{CpuCache, CpuTopology};
+pub use topology::{CpuCache, CpuSiblings, CpuTopology};
+#[cfg(unix)]
+pub use tracefs::{Tracefs, TracefsState};
+
+use rule::Tree;
 
 /// The PMU directory under a sysfs root.
 pub const PMU_DEVICES: &str = "bus/event_source/devices";
 
-/// Where a Linux system's facts are read: a procfs root and a sysfs root.
+/// A Linux system's facts, read under one procfs and one sysfs root (`/proc` and `/sys`, or
+/// a tree of another machine's or a test's) by one rule: inside the root, regular files
+/// only, bounded, never blocking (see [`Refused`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct System {
     procfs: PathBuf,
@@ -25,6 +47,9 @@ pub struct System {
     /// The PMU directory, where it is not the sysfs root's (`--sysfs DIR`: another tree's
     /// PMUs, this machine's CPUs).
     pmu_devices: Option<PathBuf>,
+    /// The tracefs root, where it is not one of the sysfs root's (`kernel/tracing`,
+    /// `kernel/debug/tracing`).
+    tracefs: Option<PathBuf>,
 }
 
 impl Default for System {
@@ -40,6 +65,7 @@ impl System {
             procfs: PathBuf::from("/proc"),
             sysfs: PathBuf::from("/sys"),
             pmu_devices: None,
+            tracefs: None,
         }
     }
 
@@ -63,34 +89,26 @@ impl System {
         self
     }
 
-    /// The procfs root.
+    /// This system with tracefs at `tracefs` (a test's tree), not under its sysfs root.
+    pub fn with_tracefs(mut self, tracefs: impl Into<PathBuf>) -> System {
+        self.tracefs = Some(tracefs.into());
+        self
+    }
+
+    /// The procfs root, to name it (its files are read through the facts).
     pub fn procfs(&self) -> &Path {
         &self.procfs
     }
 
-    /// The sysfs root.
+    /// The sysfs root, to name it (its files are read through the facts).
     pub fn sysfs(&self) -> &Path {
         &self.sysfs
     }
 
-    /// The file `relative` under the procfs root (`sys/kernel/osrelease`, `self/status`).
-    pub fn proc_file(&self, relative: impl AsRef<Path>) -> PathBuf {
-        self.procfs.join(relative)
-    }
-
-    /// The file `relative` under the sysfs root (`devices/system/cpu/online`).
-    pub fn sys_file(&self, relative: impl AsRef<Path>) -> PathBuf {
-        self.sysfs.join(relative)
-    }
-
-    /// The directory of process or thread `pid` under procfs (`self`, `thread-self`, `4242`).
-    pub fn process(&self, pid: impl std::fmt::Display) -> PathBuf {
-        self.procfs.join(pid.to_string())
-    }
-
-    /// The PMU directory: `bus/event_source/devices` under the sysfs root, one directory per
-    /// PMU the kernel registered (Documentation/ABI/testing/sysfs-bus-event_source-devices),
-    /// or the one named by [`System::with_pmu_devices`].
+    /// The PMU directory, to name it: `bus/event_source/devices` under the sysfs root, one
+    /// directory per PMU the kernel registered
+    /// (Documentation/ABI/testing/sysfs-bus-event_source-devices), or the one named by
+    /// [`System::with_pmu_devices`]. Its PMUs are read through [`System::pmus`].
     pub fn pmu_devices(&self) -> PathBuf {
         match &self.pmu_devices {
             Some(devices) => devices.clone(),
@@ -98,68 +116,43 @@ impl System {
         }
     }
 
-    /// The directory of the CPUs (`devices/system/cpu` under the sysfs root).
-    pub fn cpus(&self) -> PathBuf {
-        self.sysfs.join("devices/system/cpu")
+    /// The PMU directory under the sysfs root `root` (`--sysfs DIR`), where it is a directory
+    /// inside `root`; `None` where `root` holds none.
+    ///
+    /// # Errors
+    /// [`Refused`] where it leads out of `root` (a link to another tree: that tree is the root
+    /// to name).
+    pub fn pmu_devices_under(root: &Path) -> Result<Option<PathBuf>, Refused> {
+        let devices = root.join(PMU_DEVICES);
+        match Tree::new(root, "sysfs").is_dir(&devices)? {
+            true => Ok(Some(devices)),
+            false => Ok(None),
+        }
     }
 
-    /// The directory of CPU `cpu` (`devices/system/cpu/cpuN` under the sysfs root).
-    pub fn cpu(&self, cpu: u32) -> PathBuf {
-        self.cpus().join(format!("cpu{cpu}"))
+    /// The sysfs tree.
+    pub(crate) fn sys_tree(&self) -> Tree {
+        Tree::new(&self.sysfs, "sysfs")
     }
 
-    /// The text of `path`, trimmed; `None` where it cannot be read.
-    pub fn read_trimmed(path: &Path) -> Option<String> {
-        std::fs::read_to_string(path)
+    /// The procfs tree.
+    pub(crate) fn proc_tree(&self) -> Tree {
+        Tree::new(&self.procfs, "procfs")
+    }
+
+    /// The text of the sysfs attribute `relative` (`devices/system/cpu/online`), trimmed;
+    /// `None` where it cannot be read or is refused.
+    pub(crate) fn sys_text(&self, relative: impl AsRef<Path>) -> Option<String> {
+        self.sys_tree().text(&self.sysfs.join(relative), rule::PAGE)
+    }
+
+    /// The text of the procfs file `relative` (`self/mountinfo`, `sys/kernel/osrelease`),
+    /// whole; `None` where it cannot be read or is refused.
+    pub(crate) fn proc_text(&self, relative: impl AsRef<Path>) -> Option<String> {
+        self.proc_tree()
+            .read(&self.procfs.join(relative), rule::TABLE)
             .ok()
-            .map(|text| text.trim().to_string())
-    }
-
-    /// `kernel.perf_event_paranoid` (`sys/kernel/perf_event_paranoid` under procfs), where
-    /// it can be read.
-    pub fn perf_event_paranoid(&self) -> Option<i32> {
-        // This machine's path written whole: a backend asks at every open that fails (`info`
-        // 88 times), and joining it costs as much as the read.
-        const HOST: &str = "/proc/sys/kernel/perf_event_paranoid";
-        let text = match self.procfs == Path::new("/proc") {
-            true => std::fs::read_to_string(HOST),
-            false => std::fs::read_to_string(self.proc_file("sys/kernel/perf_event_paranoid")),
-        };
-        text.ok()?.trim().parse().ok()
-    }
-
-    /// The calling process's effective capabilities (`CapEff` of `self/status` under
-    /// procfs, proc(5)), where they can be read.
-    pub fn effective_capabilities(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(self.proc_file("self/status")).ok()?;
-        let line = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-        u64::from_str_radix(line.trim(), 16).ok()
-    }
-
-    /// What `perf_event_open` lets this process do here now: the paranoid level and its
-    /// capabilities, read at this call.
-    pub fn perf_permissions(&self) -> PerfPermissions {
-        PerfPermissions::new(
-            self.perf_event_paranoid(),
-            self.effective_capabilities().unwrap_or(0),
-        )
-    }
-
-    /// The CPUs online by procfs: the `cpuN` lines of `stat` under procfs (proc_stat(5): one a
-    /// CPU online), in their order; empty where it cannot be read.
-    pub fn stat_cpus(&self) -> Vec<u32> {
-        let Ok(text) = std::fs::read_to_string(self.proc_file("stat")) else {
-            return Vec::new();
-        };
-        text.lines()
-            .filter_map(|line| line.strip_prefix("cpu")?.split(' ').next()?.parse().ok())
-            .collect()
-    }
-
-    /// The calling thread's stat line (`thread-self/stat` under procfs), parsed; `None`
-    /// where the system has none or it does not parse.
-    pub fn thread_self_stat(&self) -> Option<ThreadStat> {
-        ThreadStat::parse(&std::fs::read_to_string(self.proc_file("thread-self/stat")).ok()?)
+            .flatten()
     }
 }
 
@@ -170,14 +163,17 @@ mod tests {
     /// Oracle: node_exporter's `--path.procfs` and `--path.sysfs` (every path under its root)
     /// and the kernel's sysfs ABI (Documentation/ABI/testing/sysfs-bus-event_source-devices).
     #[test]
-    fn paths_lie_under_their_roots() {
+    fn roots_are_named_and_the_pmus_lie_under_them() {
         let host = System::host();
         assert_eq!(host, System::default());
         assert_eq!(
             host.pmu_devices(),
             Path::new("/sys/bus/event_source/devices")
         );
-        assert_eq!(host.cpu(3), Path::new("/sys/devices/system/cpu/cpu3"));
+        assert_eq!(
+            (host.procfs(), host.sysfs()),
+            (Path::new("/proc"), Path::new("/sys"))
+        );
         let tree = System::host()
             .with_sysfs("/tmp/t/sys")
             .with_procfs("/tmp/t/proc");
@@ -185,74 +181,10 @@ mod tests {
             tree.pmu_devices(),
             Path::new("/tmp/t/sys/bus/event_source/devices")
         );
+        assert_eq!(tree.procfs(), Path::new("/tmp/t/proc"));
         let pmus = System::host().with_pmu_devices("/tmp/p");
         assert_eq!(pmus.pmu_devices(), Path::new("/tmp/p"));
-        assert_eq!(pmus.cpu(0), Path::new("/sys/devices/system/cpu/cpu0"));
-        assert_eq!(
-            tree.proc_file("sys/kernel/perf_event_paranoid"),
-            Path::new("/tmp/t/proc/sys/kernel/perf_event_paranoid")
-        );
-    }
-
-    /// Oracle: a procfs tree of the test's own, laid out as proc(5) has it: the facts come
-    /// from under the root named, not from this machine's /proc.
-    #[test]
-    fn facts_come_from_the_root_named() {
-        let root = std::env::temp_dir().join(format!("counterhal-system-{}", std::process::id()));
-        std::fs::create_dir_all(root.join("sys/kernel")).unwrap();
-        std::fs::create_dir_all(root.join("self")).unwrap();
-        std::fs::create_dir_all(root.join("thread-self")).unwrap();
-        std::fs::write(root.join("sys/kernel/perf_event_paranoid"), "-1\n").unwrap();
-        std::fs::write(
-            root.join("self/status"),
-            "Name:\tx\nCapEff:\t0000004000000000\n",
-        )
-        .unwrap();
-        let fields: Vec<String> = (3..=52).map(|n| n.to_string()).collect();
-        std::fs::write(
-            root.join("thread-self/stat"),
-            format!("1 (a) {}\n", fields.join(" ")),
-        )
-        .unwrap();
-        let system = System::host().with_procfs(&root);
-        assert_eq!(system.perf_event_paranoid(), Some(-1));
-        assert_eq!(system.effective_capabilities(), Some(1 << 38));
-        assert!(system.perf_permissions().perfmon_capable());
-        assert_eq!(system.thread_self_stat().map(|s| s.processor), Some(39));
-        let empty = System::host().with_procfs(root.join("none"));
-        assert_eq!(empty.perf_event_paranoid(), None);
-        assert_eq!(empty.thread_self_stat(), None);
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    /// Oracle: the kernel's `/sys/devices/system/cpu/online` (its cpumask of the online
-    /// CPUs, Documentation/ABI/testing/sysfs-devices-system-cpu), the same CPUs procfs's
-    /// `stat` lists one a line; and proc_stat(5)'s layout in a tree of the test's own.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn stat_lists_the_online_cpus() {
-        let root = std::env::temp_dir().join(format!("counterhal-stat-{}", std::process::id()));
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(
-            root.join("stat"),
-            "cpu  1 2 3\ncpu0 1 2 3\ncpu2 4 5 6\nintr 7\nctxt 8\n",
-        )
-        .unwrap();
-        assert_eq!(System::host().with_procfs(&root).stat_cpus(), [0, 2]);
-        assert_eq!(
-            System::host().with_procfs(root.join("none")).stat_cpus(),
-            []
-        );
-        std::fs::remove_dir_all(&root).unwrap();
-        let online = System::read_trimmed(&System::host().cpus().join("online"))
-            .expect("Linux lists its online CPUs in sysfs");
-        let expected: Vec<u32> = online
-            .split(',')
-            .flat_map(|part| {
-                let (first, last) = part.split_once('-').unwrap_or((part, part));
-                first.parse::<u32>().unwrap()..=last.parse::<u32>().unwrap()
-            })
-            .collect();
-        assert_eq!(System::host().stat_cpus(), expected);
+        assert_eq!(pmus.pmus().path(), Path::new("/tmp/p"));
+        assert_eq!(pmus.sysfs(), Path::new("/sys"));
     }
 }

@@ -1,12 +1,11 @@
-//! A process's facts under procfs (proc(5)): its status, who owns it, this process's
-//! descriptors, and the boot time its start is counted from.
-//!
-//! The methods are hidden from the facade's documentation (which re-exports [`System`]):
-//! they are facts the workspace's faces read, not part of the library's face.
+//! A process's facts under procfs (proc(5)): its status, state, name and threads, who owns
+//! it, this process's descriptors and mappings, and the boot time its start is counted from.
 
 use std::fmt::Display;
+use std::path::PathBuf;
 
-use crate::System;
+use crate::rule;
+use crate::{StatFields, System};
 
 /// A process's status file (`PID/status` under procfs, proc(5)): one `Key:\tvalue` a line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,12 +53,172 @@ impl ProcessStatus {
     }
 }
 
+/// One mapping of a process's address space (a line of `PID/maps` under procfs, proc(5)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Mapping {
+    /// Its first address.
+    pub start: usize,
+    /// The address after its last.
+    pub end: usize,
+    /// Its permissions (`r-xp`, `rw-p`).
+    pub permissions: String,
+    /// What is mapped: a file's path, `[heap]`, `[stack]`, or empty (anonymous memory).
+    pub path: String,
+}
+
+impl Mapping {
+    /// The mapping a line of `maps` describes (`55d0c1a2b000-55d0c1a4d000 r--p 00000000 fd:01
+    /// 1234 /usr/bin/x`); `None` for a line of another shape.
+    pub fn parse(line: &str) -> Option<Mapping> {
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let permissions = fields.next()?.to_string();
+        Some(Mapping {
+            start: usize::from_str_radix(start, 16).ok()?,
+            end: usize::from_str_radix(end, 16).ok()?,
+            permissions,
+            path: fields.nth(3).unwrap_or("").to_string(),
+        })
+    }
+}
+
+/// A task's stat file (`PID/stat` under procfs), found once and read again and again into a
+/// buffer of the caller's: nothing is allocated at a read (the exporter reads its own at
+/// each scrape).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatFile {
+    /// The file, resolved inside procfs.
+    path: PathBuf,
+}
+
+impl StatFile {
+    /// Its fields now, read into `buffer`; `None` where it cannot be read, does not fit, or
+    /// has no name.
+    pub fn read<'a>(&self, buffer: &'a mut [u8]) -> Option<StatFields<'a>> {
+        let filled = rule::read_into(&self.path, buffer)?;
+        StatFields::parse(&buffer[..filled])
+    }
+}
+
+/// This process's directory of descriptors (`self/fd` under procfs), found once and opened
+/// at each count (its entries are its open descriptors, the one listing them included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DescriptorDirectory {
+    /// The directory, resolved inside procfs.
+    path: PathBuf,
+}
+
+impl DescriptorDirectory {
+    /// The directory, opened for listing (a caller counts its entries without allocating,
+    /// with `getdents`).
+    ///
+    /// # Errors
+    /// The directory cannot be opened.
+    pub fn open(&self) -> std::io::Result<std::fs::File> {
+        std::fs::File::open(&self.path)
+    }
+
+    /// How many descriptors are open now (the entries of the directory, its own listing's
+    /// included), where it can be listed.
+    pub fn count(&self) -> Option<usize> {
+        Some(std::fs::read_dir(&self.path).ok()?.count())
+    }
+}
+
 impl System {
+    /// The directory of process or thread `pid` under procfs, relative to it.
+    fn task_dir(pid: impl Display) -> PathBuf {
+        PathBuf::from(pid.to_string())
+    }
+
     /// Process `pid`'s status (`PID/status` under procfs; `self` for this process); `None`
     /// where there is no such process or its status cannot be read.
     pub fn process_status(&self, pid: impl Display) -> Option<ProcessStatus> {
-        let text = std::fs::read_to_string(self.process(pid).join("status")).ok()?;
+        let text = self.proc_text(System::task_dir(pid).join("status"))?;
         Some(ProcessStatus::parse(text))
+    }
+
+    /// Whether process (or thread) `pid` exists (`PID` under procfs); `None` where procfs
+    /// does not tell (it has no `self`: not mounted, not Linux).
+    pub fn process_exists(&self, pid: impl Display) -> Option<bool> {
+        let tree = self.proc_tree();
+        if !tree.exists(&self.procfs().join("self")) {
+            return None;
+        }
+        Some(tree.exists(&self.procfs().join(System::task_dir(pid))))
+    }
+
+    /// The state of process (or thread) `pid`: the letter after its name in `PID/stat` (`R`,
+    /// `S`, `Z` a zombie, `X` dead); `None` where it has none (it has ended, or procfs does
+    /// not tell).
+    pub fn process_state(&self, pid: impl Display) -> Option<char> {
+        let stat = self.proc_text(System::task_dir(pid).join("stat"))?;
+        let (_, rest) = stat.rsplit_once(')')?;
+        rest.trim_start().chars().next()
+    }
+
+    /// The name of thread `tid` (`TID/comm` under procfs, without its newline), where it can
+    /// be read.
+    pub fn thread_name(&self, tid: impl Display) -> Option<String> {
+        let name = self.proc_text(System::task_dir(tid).join("comm"))?;
+        Some(name.trim_end().to_string())
+    }
+
+    /// The thread ids of process `pid` (`PID/task` under procfs), lowest first; `None` where
+    /// it has no such directory.
+    pub fn threads(&self, pid: impl Display) -> Option<Vec<u32>> {
+        let tree = self.proc_tree();
+        let dir = self.procfs().join(System::task_dir(pid)).join("task");
+        if !tree.is_dir(&dir).unwrap_or(false) {
+            return None;
+        }
+        let mut threads: Vec<u32> = tree
+            .names(&dir)
+            .iter()
+            .filter_map(|name| name.parse().ok())
+            .collect();
+        threads.sort_unstable();
+        Some(threads)
+    }
+
+    /// The calling thread's id, from `thread-self` under procfs (a link to `PID/task/TID`),
+    /// where procfs has it.
+    pub fn thread_self_id(&self) -> Option<u32> {
+        let link = std::fs::read_link(self.procfs().join("thread-self")).ok()?;
+        link.file_name()?.to_str()?.parse().ok()
+    }
+
+    /// The stat file of task `pid` (`self`, a process or a thread), found inside procfs now
+    /// and read at each [`StatFile::read`]; `None` where it has none.
+    pub fn stat_file(&self, pid: impl Display) -> Option<StatFile> {
+        let path = self.procfs().join(System::task_dir(pid)).join("stat");
+        let path = self.proc_tree().resolved_file(&path)?;
+        Some(StatFile { path })
+    }
+
+    /// This process's descriptors (`self/fd` under procfs), where procfs has them: `self`
+    /// resolved now, so that the directory stays this process's.
+    pub fn descriptor_directory(&self) -> Option<DescriptorDirectory> {
+        let tree = self.proc_tree();
+        let own = self.procfs().join("self");
+        let resolved = std::fs::canonicalize(&own).ok()?;
+        let path = resolved.join("fd");
+        tree.is_dir(&path)
+            .unwrap_or(false)
+            .then_some(DescriptorDirectory { path })
+    }
+
+    /// This process's mappings (`self/maps` under procfs), in address order; none where they
+    /// cannot be read.
+    pub fn own_mappings(&self) -> Vec<Mapping> {
+        let maps = self
+            .proc_tree()
+            .read(&self.procfs().join("self/maps"), rule::TABLE);
+        maps.ok()
+            .flatten()
+            .map(|text| text.lines().filter_map(Mapping::parse).collect())
+            .unwrap_or_default()
     }
 
     /// Whether process `pid` exists and belongs to a user other than this process's effective
@@ -82,8 +241,12 @@ impl System {
     /// The descriptor is not open (its fdinfo cannot be read); `Ok(None)` where it is, but
     /// its flags cannot be read.
     pub fn descriptor_flags(&self, fd: u32) -> std::io::Result<Option<u32>> {
-        let path = self.process("self").join("fdinfo").join(fd.to_string());
-        let info = std::fs::read_to_string(path)?;
+        let path = self.procfs().join(format!("self/fdinfo/{fd}"));
+        let info = match self.proc_tree().read(&path, rule::PAGE) {
+            Ok(Some(info)) => info,
+            Ok(None) => return Err(std::io::ErrorKind::NotFound.into()),
+            Err(refused) => return Err(std::io::Error::other(refused)),
+        };
         Ok(info
             .lines()
             .find_map(|line| line.strip_prefix("flags:"))
@@ -93,7 +256,7 @@ impl System {
     /// When the system booted, in seconds since the epoch (`btime` of `stat` under procfs);
     /// `None` where it cannot be read.
     pub fn boot_time(&self) -> Option<u64> {
-        let stat = std::fs::read_to_string(self.proc_file("stat")).ok()?;
+        let stat = self.proc_text("stat")?;
         let line = stat.lines().find_map(|l| l.strip_prefix("btime "))?;
         line.trim().parse().ok()
     }
@@ -106,13 +269,7 @@ mod tests {
 
     /// A procfs tree of the test's own under the temporary directory.
     fn tree(name: &str) -> PathBuf {
-        let root = std::env::temp_dir().join(format!(
-            "counterhal-system-process-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
-        root
+        crate::testing::tree(&format!("process-{name}"), &[])
     }
 
     fn write(root: &Path, file: &str, text: &str) {
@@ -183,7 +340,7 @@ mod tests {
         assert!(system.descriptor_flags(5).is_err());
         std::fs::remove_dir_all(&root).unwrap();
         let host = System::host();
-        if host.process("self").join("fdinfo").is_dir() {
+        if Path::new("/proc/self/fdinfo").is_dir() {
             let file = std::fs::File::open(host.procfs()).unwrap();
             let fd = std::os::fd::AsRawFd::as_raw_fd(&file) as u32;
             assert_eq!(host.descriptor_flags(fd).unwrap().map(|f| f & 0o3), Some(0));

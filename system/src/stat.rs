@@ -41,27 +41,6 @@ impl<'a> StatFields<'a> {
         })
     }
 
-    /// Reads the stat file `path` (`stat` of a [`System::process`](crate::System::process)
-    /// directory) into `buffer`; `None` where it cannot be read, does not fit, or has no
-    /// name.
-    pub fn read(path: &std::path::Path, buffer: &'a mut [u8]) -> Option<StatFields<'a>> {
-        use std::io::Read;
-        let mut file = std::fs::File::open(path).ok()?;
-        let mut filled = 0;
-        loop {
-            match file.read(&mut buffer[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return None,
-            }
-            if filled == buffer.len() {
-                return None;
-            }
-        }
-        StatFields::parse(&buffer[..filled])
-    }
-
     /// Field `number` (counted from 1, as proc(5) counts them: 14 `utime`, 39 `processor`)
     /// as an unsigned number; `None` for the pid and the name, a missing field, or one that
     /// is no number.
@@ -73,6 +52,14 @@ impl<'a> StatFields<'a> {
             .filter(|w| !w.is_empty())
             .nth(number.checked_sub(3)?)?;
         std::str::from_utf8(word).ok()?.parse().ok()
+    }
+}
+
+impl crate::System {
+    /// The calling thread's stat line (`thread-self/stat` under procfs), parsed; `None`
+    /// where the system has none or it does not parse.
+    pub fn thread_self_stat(&self) -> Option<ThreadStat> {
+        ThreadStat::parse(&self.proc_text("thread-self/stat")?)
     }
 }
 
@@ -102,12 +89,12 @@ mod tests {
             "`S` is no number"
         );
         let host = crate::System::host();
-        if host.proc_file("thread-self/stat").exists() {
+        if std::path::Path::new("/proc/thread-self/stat").exists() {
             let cpu = host
                 .thread_self_stat()
                 .expect("a processor field")
                 .processor;
-            assert!(host.cpu(cpu).exists(), "{cpu}");
+            assert!(host.has_cpu(cpu), "{cpu}");
         }
     }
 
@@ -143,12 +130,26 @@ mod tests {
         )
         .unwrap();
         let system = crate::System::host().with_procfs(&root);
-        let path = system.process("self").join("stat");
+        let file = system.stat_file("self").unwrap();
         let mut buffer = [0u8; 128];
-        let fields = StatFields::read(&path, &mut buffer).unwrap();
+        let fields = file.read(&mut buffer).unwrap();
         assert_eq!((fields.field(14), fields.field(15)), (Some(7), Some(3)));
-        assert_eq!(StatFields::read(&path, &mut [0u8; 16]), None);
-        assert_eq!(StatFields::read(&root.join("none"), &mut buffer), None);
+        assert_eq!(file.read(&mut [0u8; 16]), None);
+        assert_eq!(system.stat_file("none"), None);
         std::fs::remove_dir_all(&root).unwrap();
+        // This process's own, found once and read twice: its pid is the first field.
+        let own = crate::System::host().stat_file("self");
+        if let Some(own) = own {
+            let mut line = [0u8; 2048];
+            let read = own.read(&mut line).expect("this process's stat line");
+            assert!(read.field(4).is_some());
+            assert!(own.read(&mut line).is_some());
+            let pid = std::str::from_utf8(&line)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap();
+            assert_eq!(pid, std::process::id().to_string());
+        }
     }
 }

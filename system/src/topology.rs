@@ -1,14 +1,17 @@
-//! Where a CPU sits: its socket, die and cluster, as sysfs gives them
-//! (`topology/physical_package_id`, `topology/die_id` and `topology/cluster_id` of its
-//! directory: drivers/base/topology.c, Documentation/admin-guide/cputopology.rst), and the
-//! caches it uses (`cache/indexN/level` and `shared_cpu_list`: drivers/base/cacheinfo.c,
+//! Where a CPU sits: its socket, die, cluster and core, as sysfs gives them
+//! (`topology/physical_package_id`, `topology/die_id`, `topology/cluster_id` and
+//! `topology/core_id` of its directory: drivers/base/topology.c,
+//! Documentation/admin-guide/cputopology.rst), the CPUs that share each with it
+//! (`thread_siblings_list`, `core_cpus_list`, `die_cpus_list`, `package_cpus_list`), and the
+//! caches it uses (`cache/indexN/`: drivers/base/cacheinfo.c,
 //! Documentation/ABI/testing/sysfs-devices-system-cpu).
 
-use std::path::Path;
+use std::path::PathBuf;
 
-use crate::System;
+use crate::{System, parse_cpu_list};
 
-/// A CPU's place in the machine: the package (socket) and the die within it.
+/// A CPU's place in the machine: the package (socket), the die within it, the cluster and
+/// the core.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CpuTopology {
@@ -22,10 +25,27 @@ pub struct CpuTopology {
     /// (Linux 5.16); `None` where absent or `-1`. x86 kernels without cluster data print
     /// 65535, which is taken as it is.
     pub cluster: Option<u32>,
+    /// The core within the package: `topology/core_id`; `None` where absent or `-1`.
+    pub core: Option<u32>,
+}
+
+/// The CPUs that share a part of the machine with one CPU, each list where sysfs gives it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CpuSiblings {
+    /// The hardware threads of its core: `topology/thread_siblings_list`.
+    pub threads: Option<Vec<u32>>,
+    /// The CPUs of its core: `topology/core_cpus_list` (Linux 5.4; the same CPUs as
+    /// `thread_siblings_list`, which older kernels alone have).
+    pub core: Option<Vec<u32>>,
+    /// The CPUs of its die: `topology/die_cpus_list` (Linux 5.4).
+    pub die: Option<Vec<u32>>,
+    /// The CPUs of its package: `topology/core_siblings_list`.
+    pub package: Option<Vec<u32>>,
 }
 
 /// One cache a CPU uses: a `cache/indexN` directory of its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CpuCache {
     /// Its level: `level` (1 for L1 data and L1 instruction, 2, 3...); `None` where it
@@ -34,15 +54,32 @@ pub struct CpuCache {
     /// The lowest CPU of `shared_cpu_list`, the CPUs that share it (perf's id of the cache
     /// instance); `None` where the file cannot be read or names no CPU.
     pub first_shared_cpu: Option<u32>,
+    /// What it holds: `type` (`Data`, `Instruction`, `Unified`); `None` where absent.
+    pub kind: Option<String>,
+    /// Its size in KiB: `size` (`32K`); `None` where absent.
+    pub size_kib: Option<u32>,
+    /// Its line size in bytes: `coherency_line_size`; `None` where absent.
+    pub line_size: Option<u32>,
+    /// Its ways: `ways_of_associativity`; `None` where absent.
+    pub ways: Option<u32>,
+    /// Its sets: `number_of_sets`; `None` where absent.
+    pub sets: Option<u32>,
+    /// Its lines a tag covers: `physical_line_partition`; `None` where absent.
+    pub partitions: Option<u32>,
+    /// `write_policy` (`WriteBack`), where given.
+    pub write_policy: Option<String>,
+    /// `allocation_policy` (`ReadWriteAllocate`), where given.
+    pub allocation_policy: Option<String>,
 }
 
 impl CpuCache {
     /// A cache of `level` whose lowest sharing CPU is `first_shared_cpu` (as read, or a
-    /// test's).
+    /// test's), nothing else known of it.
     pub fn new(level: Option<u32>, first_shared_cpu: Option<u32>) -> CpuCache {
         CpuCache {
             level,
             first_shared_cpu,
+            ..CpuCache::default()
         }
     }
 }
@@ -52,30 +89,73 @@ impl CpuCache {
 const MOST_CACHES: u32 = 32;
 
 impl System {
-    /// CPU `cpu`'s socket and die, from its `topology` directory under the sysfs root;
-    /// each `None` where it cannot be read (an offline CPU, an older kernel, another tree).
+    /// The directory of CPU `cpu` under the sysfs root, relative to it.
+    fn cpu_dir(cpu: u32) -> PathBuf {
+        PathBuf::from(format!("devices/system/cpu/cpu{cpu}"))
+    }
+
+    /// The number in the file `file` of CPU `cpu`'s directory; `None` where it is
+    /// unreadable, `-1` or no number.
+    fn cpu_number(&self, cpu: u32, file: &str) -> Option<u32> {
+        self.sys_text(System::cpu_dir(cpu).join(file))?.parse().ok()
+    }
+
+    /// CPU `cpu`'s socket, die, cluster and core, from its `topology` directory under the
+    /// sysfs root; each `None` where it cannot be read (an offline CPU, an older kernel,
+    /// another tree).
     pub fn cpu_topology(&self, cpu: u32) -> CpuTopology {
-        let topology = self.cpu(cpu).join("topology");
         CpuTopology {
-            socket: id(&topology.join("physical_package_id")),
-            die: id(&topology.join("die_id")),
-            cluster: id(&topology.join("cluster_id")),
+            socket: self.cpu_number(cpu, "topology/physical_package_id"),
+            die: self.cpu_number(cpu, "topology/die_id"),
+            cluster: self.cpu_number(cpu, "topology/cluster_id"),
+            core: self.cpu_number(cpu, "topology/core_id"),
+        }
+    }
+
+    /// The CPUs that share CPU `cpu`'s core, die and package, from its `topology`
+    /// directory; each `None` where it cannot be read.
+    pub fn cpu_siblings(&self, cpu: u32) -> CpuSiblings {
+        let list = |file: &str| {
+            parse_cpu_list(&self.sys_text(System::cpu_dir(cpu).join("topology").join(file))?)
+        };
+        CpuSiblings {
+            threads: list("thread_siblings_list"),
+            core: list("core_cpus_list"),
+            die: list("die_cpus_list"),
+            package: list("core_siblings_list"),
         }
     }
 
     /// The caches CPU `cpu` uses, `cache/index0` on, up to the first index missing (none
     /// where the CPU has no `cache` directory), in index order.
     pub fn cpu_caches(&self, cpu: u32) -> Vec<CpuCache> {
-        let caches = self.cpu(cpu).join("cache");
+        let tree = self.sys_tree();
+        let caches = System::cpu_dir(cpu).join("cache");
         (0..MOST_CACHES)
             .map(|index| caches.join(format!("index{index}")))
-            .take_while(|dir| dir.is_dir())
+            .take_while(|dir| tree.is_dir(&self.sysfs().join(dir)).unwrap_or(false))
             .map(|dir| {
-                CpuCache::new(
-                    id(&dir.join("level")),
-                    System::read_trimmed(&dir.join("shared_cpu_list"))
-                        .and_then(|list| first_cpu(&list)),
-                )
+                let text = |file: &str| self.sys_text(dir.join(file)).filter(|t| !t.is_empty());
+                // `size` is `32K`: its digits.
+                let number = |file: &str| {
+                    let text = text(file)?;
+                    let end = text
+                        .find(|c: char| !c.is_ascii_digit())
+                        .unwrap_or(text.len());
+                    text[..end].parse().ok()
+                };
+                CpuCache {
+                    level: number("level"),
+                    first_shared_cpu: text("shared_cpu_list").and_then(|list| first_cpu(&list)),
+                    kind: text("type"),
+                    size_kib: number("size"),
+                    line_size: number("coherency_line_size"),
+                    ways: number("ways_of_associativity"),
+                    sets: number("number_of_sets"),
+                    partitions: number("physical_line_partition"),
+                    write_policy: text("write_policy"),
+                    allocation_policy: text("allocation_policy"),
+                }
             })
             .collect()
     }
@@ -91,11 +171,6 @@ fn first_cpu(list: &str) -> Option<u32> {
         .collect::<Option<Vec<u32>>>()?
         .into_iter()
         .min()
-}
-
-/// The number in a topology file; `None` where it is unreadable, `-1` or no number.
-fn id(path: &Path) -> Option<u32> {
-    System::read_trimmed(path)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -114,7 +189,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("counterhal-topology-{}", std::process::id()));
         let system = System::host().with_sysfs(&root);
         let write = |cpu: u32, file: &str, text: &str| {
-            let dir = system.cpu(cpu).join("topology");
+            let dir = root.join(System::cpu_dir(cpu)).join("topology");
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join(file), text).unwrap();
         };
@@ -151,11 +226,20 @@ mod tests {
         let root = std::env::temp_dir().join(format!("counterhal-caches-{}", std::process::id()));
         let system = System::host().with_sysfs(&root);
         let write = |cpu: u32, file: &str, text: &str| {
-            let path = system.cpu(cpu).join(file);
+            let path = root.join(System::cpu_dir(cpu)).join(file);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         };
         write(0, "topology/cluster_id", "65535\n");
+        write(0, "topology/core_id", "3\n");
+        write(0, "topology/thread_siblings_list", "0,8\n");
+        write(0, "topology/core_cpus_list", "0,8\n");
+        write(0, "topology/die_cpus_list", "0-15\n");
+        write(0, "topology/core_siblings_list", "0-15\n");
+        write(2, "cache/index0/type", "Data\n");
+        write(2, "cache/index0/size", "48K\n");
+        write(2, "cache/index0/coherency_line_size", "64\n");
+        write(2, "cache/index0/ways_of_associativity", "12\n");
         write(1, "topology/cluster_id", "-1\n");
         write(2, "topology/cluster_id", "4\n");
         for (index, level, list) in [
@@ -180,6 +264,25 @@ mod tests {
         write(3, "cache/index0/level", "x\n");
         write(3, "cache/index0/shared_cpu_list", "\n");
         assert_eq!(system.cpu_topology(0).cluster, Some(65535));
+        assert_eq!(system.cpu_topology(0).core, Some(3));
+        assert_eq!(system.cpu_topology(1).core, None);
+        let siblings = system.cpu_siblings(0);
+        assert_eq!(siblings.threads, Some(vec![0, 8]));
+        assert_eq!(siblings.core, Some(vec![0, 8]));
+        assert_eq!(siblings.die.map(|d| d.len()), Some(16));
+        assert_eq!(siblings.package.map(|p| p.len()), Some(16));
+        assert_eq!(system.cpu_siblings(1), CpuSiblings::default());
+        let l1d = &system.cpu_caches(2)[0];
+        assert_eq!(
+            (
+                l1d.kind.as_deref(),
+                l1d.size_kib,
+                l1d.line_size,
+                l1d.ways,
+                l1d.sets
+            ),
+            (Some("Data"), Some(48), Some(64), Some(12), None)
+        );
         assert_eq!(system.cpu_topology(1).cluster, None);
         assert_eq!(system.cpu_topology(2).cluster, Some(4));
         let caches: Vec<(Option<u32>, Option<u32>)> = system

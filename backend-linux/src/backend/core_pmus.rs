@@ -34,8 +34,7 @@ impl LinuxBackend {
             self.capabilities.accepts(),
             |request| perf_encoding(request, self.raw_format.as_deref()).map(Cow::into_owned),
         )?;
-        let cpu_root = self.paths.system.cpus();
-        crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, &cpu_root);
+        crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, &self.paths.system);
         Ok(self.expand_hybrid(resolved))
     }
 

@@ -5,8 +5,8 @@
 //! where a PMU event opens ([`PmuTopology`]): its boxes and their CPUs.
 
 use counterhal_hal::{
-    Backend, Encoding, Error, ErrorKind, EventRequest, PmuBox, PmuTopology, ResolvedEvent, Result,
-    Term,
+    Backend, Encoding, Error, ErrorKind, EventRequest, PmuBox, PmuEvent, PmuTopology,
+    ResolvedEvent, Result, Term,
 };
 
 use super::LinuxBackend;
@@ -96,6 +96,16 @@ impl PmuTopology for LinuxBackend {
                 })
                 .collect()
         }))
+    }
+
+    /// The model's uncore event by name on each box ([`sysfs::uncore_pmu_events`]), else
+    /// the model's core event in the core PMU's terms ([`crate::core_pmu_events`]), else
+    /// perf's PMU syntax on each box ([`sysfs::pmu_events`]), on the tree's PMUs.
+    fn opens(&self, event: &str) -> Option<Result<Vec<PmuEvent>>> {
+        let (devices, cpu) = (&self.paths.pmu_devices, self.cpu.as_deref());
+        sysfs::uncore_pmu_events(devices, &self.db, cpu, event)
+            .or_else(|| crate::core_events::core_pmu_events(devices, &self.db, cpu, event))
+            .or_else(|| sysfs::pmu_events(devices, event))
     }
 }
 

@@ -21,7 +21,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use counterhal_hal::{CpuList, Error, ErrorKind, EventRequest, ProgramSkips, Reading, Result};
+use counterhal_hal::{Error, ErrorKind, EventRequest, ProgramSkips, Reading, Result};
 
 use super::btf;
 use super::program::{self, MAX_EVENTS, MAX_LEVELS, Maps, READING_BYTES, Run};
@@ -135,15 +135,13 @@ pub(super) fn programs_skipped(programs: &[(&'static str, OwnedFd)]) -> Vec<Prog
 }
 
 pub(super) fn possible_cpus() -> Result<Vec<u32>> {
-    let path = counterhal_system::System::host().cpus().join("possible");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error::unsupported(format!("cannot read {}: {e}", path.display())))?;
-    let path = path.display();
-    let list: CpuList = text
-        .trim()
-        .parse()
-        .map_err(|e| Error::unsupported(format!("{path} holds no CPU list: {e}")))?;
-    Ok(list.iter().collect())
+    counterhal_system::System::host()
+        .possible_cpus()
+        .ok_or_else(|| {
+            Error::unsupported(
+                "cannot read the possible CPUs (/sys/devices/system/cpu/possible, a CPU list)",
+            )
+        })
 }
 
 pub(super) fn create(
@@ -565,7 +563,7 @@ fn settle(
 ) -> std::result::Result<OwnedFd, String> {
     const NAME: &str = "ch_cgroup_move";
     let path = btf::vmlinux();
-    let vmlinux = std::fs::read(&path).map_err(|e| {
+    let vmlinux = btf::read_vmlinux().map_err(|e| {
         format!(
             "cannot read the kernel's BTF, {}: {e} (a kernel built without \
              CONFIG_DEBUG_INFO_BTF)",

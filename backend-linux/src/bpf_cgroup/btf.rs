@@ -4,9 +4,24 @@
 //! the types (each a `struct btf_type` of 12 bytes and the data its kind adds), then the
 //! names; type ids count the types from 1.
 
-/// The kernel's BTF (`kernel/btf/vmlinux` under sysfs).
+/// Where the kernel's BTF is (`kernel/btf/vmlinux` under sysfs), to name it.
 pub fn vmlinux() -> std::path::PathBuf {
-    counterhal_system::System::host().sys_file("kernel/btf/vmlinux")
+    counterhal_system::System::host()
+        .sysfs()
+        .join("kernel/btf/vmlinux")
+}
+
+/// The kernel's BTF, as the system reads it ([`counterhal_system::System::kernel_btf`]).
+///
+/// # Errors
+/// `NotFound` where the kernel exports none (built without `CONFIG_DEBUG_INFO_BTF`); the
+/// system's refusal where the file breaks its reading rule.
+pub fn read_vmlinux() -> std::io::Result<Vec<u8>> {
+    match counterhal_system::System::host().kernel_btf() {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
+        Err(refused) => Err(std::io::Error::other(refused)),
+    }
 }
 
 /// `BTF_MAGIC`, in the machine's byte order.
@@ -230,7 +245,7 @@ mod tests {
                 .unwrap_err()
                 .contains("kind 31")
         );
-        if let Ok(vmlinux) = std::fs::read(vmlinux()) {
+        if let Ok(vmlinux) = read_vmlinux() {
             let id = function_id(&vmlinux, "cgroup_migrate");
             assert!(id.as_ref().is_ok_and(|&id| id > 1), "{id:?}");
         }

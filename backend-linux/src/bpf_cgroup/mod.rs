@@ -33,7 +33,6 @@ mod insn;
 mod program;
 pub mod shared;
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{
@@ -500,7 +499,8 @@ impl CgroupCapability for LinuxBackend {
 /// # Errors
 /// [`ErrorKind::NotFound`](counterhal_hal::ErrorKind::NotFound) where it cannot be read.
 fn cgroup_id(cgroup: &Path) -> Result<u64> {
-    std::fs::metadata(cgroup).map(|m| m.ino()).map_err(|e| {
+    let system = counterhal_system::System::host();
+    system.cgroup_id(cgroup).map_err(|e| {
         Error::new(
             counterhal_hal::ErrorKind::NotFound,
             format!("no cgroup {}: {e}", cgroup.display()),
@@ -830,7 +830,7 @@ mod tests {
             );
         }
         let atomic = program::counting(maps, super::MAX_EVENTS, 4, Run::Move);
-        let Ok(vmlinux) = std::fs::read(super::btf::vmlinux()) else {
+        let Ok(vmlinux) = super::btf::read_vmlinux() else {
             skip!(
                 Need::System,
                 "no kernel BTF at {}",
@@ -920,7 +920,7 @@ mod tests {
         {
             skip!(Need::Tools, "bpftool is not installed (Debian's bpftool)");
         }
-        let Ok(vmlinux) = std::fs::read(super::btf::vmlinux()) else {
+        let Ok(vmlinux) = super::btf::read_vmlinux() else {
             skip!(
                 Need::System,
                 "no kernel BTF at {}",

@@ -56,7 +56,7 @@ const LEADER: &str = "on_switch";
 /// Where the attr map is pinned by default: perf's `BPF_PERF_DEFAULT_ATTR_MAP_PATH` in the BPF
 /// file system under sysfs (`/sys/fs/bpf/perf_attr_map`).
 pub fn default_attr_map() -> PathBuf {
-    counterhal_system::System::host().sys_file("fs/bpf/perf_attr_map")
+    counterhal_system::System::host().bpf_pin("perf_attr_map")
 }
 
 /// One event counted through a leader shared with other sessions (perf's and this crate's):
@@ -326,7 +326,7 @@ impl SharedCounter {
         links: &mut Vec<OwnedFd>,
         programs: &mut Vec<(&'static str, OwnedFd)>,
     ) -> Result<()> {
-        let vmlinux = std::fs::read(btf::vmlinux()).map_err(|e| {
+        let vmlinux = btf::read_vmlinux().map_err(|e| {
             Error::unsupported(format!(
                 "following tasks reads the kernel's BTF, {}: {e} (a kernel built \
                  without CONFIG_DEBUG_INFO_BTF)",

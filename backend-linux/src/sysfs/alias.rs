@@ -8,7 +8,9 @@ use std::path::Path;
 use counterhal_events::parse_term_list;
 use counterhal_hal::{Error, Result};
 
-use super::tree::Tree;
+use counterhal_system::PmuDevice;
+
+use super::refused::refused;
 
 /// The longest unit perf 6.1 reads from a `.unit` file (its `UNIT_MAX_LEN`, 31 bytes, in
 /// tools/perf/util/pmu.c).
@@ -44,36 +46,33 @@ pub struct Alias {
 }
 
 impl Alias {
-    /// Reads alias `name` from the `events` directory `dir` of `tree`, if it exists.
+    /// Reads alias `name` of the PMU `pmu` (its `events/<name>` and the companions), if it
+    /// exists.
     ///
     /// # Errors
-    /// [`counterhal_hal::ErrorKind::InvalidInput`] for a file that breaks the tree's rules
-    /// ([`Tree::read`]), terms that are no term list (`event=0x3c,umask=0x1`), a scale that is
-    /// not a finite positive number (or so large a count times it overflows), and a unit longer
-    /// than perf reads or with characters other than printable ones. The message names the
-    /// file, never what it holds.
-    pub(crate) fn read(tree: &Tree, dir: &Path, name: &str) -> Result<Option<Alias>> {
+    /// [`counterhal_hal::ErrorKind::InvalidInput`] for a file that breaks the system's reading
+    /// rule (`counterhal_system::Refused`), terms that are no term list
+    /// (`event=0x3c,umask=0x1`), a scale that is not a finite positive number (or so large a
+    /// count times it overflows), and a unit longer than perf reads or with characters other
+    /// than printable ones. The message names the file, never what it holds.
+    pub(crate) fn read(pmu: &PmuDevice, name: &str) -> Result<Option<Alias>> {
+        let dir = pmu.dir().join("events");
         let path = |suffix: &str| dir.join(format!("{name}{suffix}"));
-        let text = |suffix: &str| -> Result<Option<String>> {
-            Ok(tree.read(&path(suffix))?.map(|t| t.trim().to_string()))
-        };
-        let Some(terms) = text("")? else {
+        let Some(files) = pmu.alias(name).map_err(refused)? else {
             return Ok(None);
         };
-        if !is_term_list(&terms) {
+        if !is_term_list(&files.terms) {
             return Err(bad(
                 &path(""),
                 "is not a list of terms (`event=0x3c,umask=0x1`: names, each with a number or \
                  none)",
             ));
         }
-        let scale_text = text(".scale")?;
-        let scale = match &scale_text {
+        let scale = match &files.scale {
             Some(scale) => Some(checked_scale(&path(".scale"), scale)?),
             None => None,
         };
-        let unit = text(".unit")?.filter(|u| !u.is_empty());
-        if let Some(unit) = &unit
+        if let Some(unit) = &files.unit
             && (unit.len() > UNIT_MOST_BYTES || unit.chars().any(|c| c.is_control()))
         {
             return Err(bad(
@@ -84,14 +83,13 @@ impl Alias {
                 ),
             ));
         }
-        let flag = |suffix: &str| -> Result<bool> { Ok(text(suffix)?.is_some_and(|t| t == "1")) };
         Ok(Some(Alias {
-            terms,
+            terms: files.terms,
             scale,
-            scale_text,
-            unit,
-            snapshot: flag(".snapshot")?,
-            per_pkg: flag(".per-pkg")?,
+            scale_text: files.scale,
+            unit: files.unit,
+            snapshot: files.snapshot,
+            per_pkg: files.per_pkg,
             name: name.to_string(),
         }))
     }
@@ -145,28 +143,25 @@ fn bad(path: &Path, why: impl std::fmt::Display) -> Error {
     )
 }
 
-/// Whether `file` in an `events` directory is an alias (not a `.scale`, `.unit`, `.snapshot`
-/// or `.per-pkg` companion).
-pub(crate) fn is_alias_file(file: &str) -> bool {
-    !file.contains('.') && !file.is_empty()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sysfs::Pmu;
     use std::fs;
     use std::path::PathBuf;
 
-    /// A directory of `files` (name, text) under the temporary directory, and its tree.
-    fn events(tag: &str, files: &[(&str, &str)]) -> (PathBuf, Tree) {
+    /// A PMU directory `pmu` whose `events/` holds `files` (name, text) under the temporary
+    /// directory, and the PMU.
+    fn events(tag: &str, files: &[(&str, &str)]) -> (PathBuf, Pmu) {
         let dir =
             std::env::temp_dir().join(format!("counterhal-alias-{tag}-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        fs::create_dir_all(dir.join("pmu/events")).unwrap();
+        fs::write(dir.join("pmu/type"), "9\n").unwrap();
         for (file, text) in files {
-            fs::write(dir.join(file), text).unwrap();
+            fs::write(dir.join("pmu/events").join(file), text).unwrap();
         }
-        let tree = Tree::of(&dir);
-        (dir, tree)
+        let pmu = Pmu::named(&dir, "pmu").unwrap();
+        (dir, pmu)
     }
 
     /// Oracle: Rust's own `{:e}` formatting of the bound, which the refusal spelled before.
@@ -178,7 +173,7 @@ mod tests {
 
     #[test]
     fn companions() {
-        let (dir, tree) = events(
+        let (dir, pmu) = events(
             "companions",
             &[
                 ("energy-pkg", "event=0x02\n"),
@@ -190,7 +185,7 @@ mod tests {
                 ("llc.per-pkg", "1"),
             ],
         );
-        let read = |name: &str| Alias::read(&tree, &dir, name).unwrap();
+        let read = |name: &str| Alias::read(pmu.device(), name).unwrap();
         let pkg = read("energy-pkg").unwrap();
         assert_eq!(pkg.terms, "event=0x02");
         assert_eq!(pkg.scale, Some(2f64.powi(-32)));
@@ -201,7 +196,7 @@ mod tests {
         let llc = read("llc").unwrap();
         assert!(llc.per_pkg && llc.scale.is_none());
         assert!(read("absent").is_none());
-        assert!(is_alias_file("energy-pkg") && !is_alias_file("energy-pkg.unit"));
+        assert_eq!(pmu.alias_names(), ["energy-pkg", "llc", "therm"]);
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -217,16 +212,17 @@ mod tests {
         let mut kernel_scales = 0;
         for machine in fs::read_dir(&machines).unwrap().flatten() {
             let devices = machine.path().join("bus/event_source/devices");
-            let tree = Tree::of(&devices);
-            for pmu in tree.names(&devices) {
-                let dir = devices.join(pmu).join("events");
-                for file in tree.names(&dir) {
-                    let Some(name) = file.strip_suffix(".scale") else {
+            for name in super::super::list_pmus(&devices) {
+                let Some(pmu) = Pmu::named(&devices, &name) else {
+                    continue;
+                };
+                for name in pmu.alias_names() {
+                    if !pmu.has_file(&format!("events/{name}.scale")) {
                         continue;
-                    };
-                    let alias = Alias::read(&tree, &dir, name);
+                    }
+                    let alias = Alias::read(pmu.device(), &name);
                     let scale = alias.as_ref().ok().and_then(|a| a.as_ref()?.scale);
-                    assert!(scale.is_some(), "{}: {alias:?}", dir.join(&file).display());
+                    assert!(scale.is_some(), "{}/{name}: {alias:?}", pmu.dir.display());
                     kernel_scales += 1;
                 }
             }
@@ -257,8 +253,8 @@ mod tests {
             .iter()
             .map(|(f, t)| (f.as_str(), t.as_str()))
             .collect();
-        let (dir, tree) = events("bad", &borrowed);
-        let refusal = |name: &str| match Alias::read(&tree, &dir, name) {
+        let (dir, pmu) = events("bad", &borrowed);
+        let refusal = |name: &str| match Alias::read(pmu.device(), name) {
             Err(error) => error.to_string(),
             other => panic!("{name}: {other:?}"),
         };

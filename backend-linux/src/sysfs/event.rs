@@ -35,58 +35,12 @@ use std::path::Path;
 
 use counterhal_events::perf::{TYPE_HARDWARE, TYPE_HW_CACHE, cache_config, hardware_config};
 use counterhal_events::{PmuTerms, parse_term_list};
-use counterhal_hal::{CacheEvent, CpuList, Domain, Error, HardwareEvent, PerfAttr, Result, Unit};
+pub use counterhal_hal::PmuEvent;
+use counterhal_hal::{CacheEvent, Domain, Error, HardwareEvent, PerfAttr, Result};
 
 use super::alias::Alias;
 use super::format::ConfigWord;
 use super::pmu::{Pmu, list_pmus};
-
-/// What an event opens on one PMU: its attr, and where and how perf counts and shows it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PmuEvent {
-    /// The PMU's directory name (`uncore_imc_0`).
-    pub pmu: String,
-    /// The name it is shown by, where its terms give one (`name=foo`, as perf shows it).
-    pub name: Option<String>,
-    /// The attr (type, config words, the modifiers' domain).
-    pub attr: PerfAttr,
-    /// The CPUs it opens on system-wide: the PMU's `cpumask` (an uncore PMU's one CPU per
-    /// package or die) or `cpus` (a hybrid core PMU's); `None` for a PMU with neither, which
-    /// counts on any CPU.
-    pub cpus: Option<CpuList>,
-    /// The factor its count is multiplied by (its alias's `.scale`).
-    pub scale: Option<f64>,
-    /// What the scaled count is in (its alias's `.unit`).
-    pub unit: Option<String>,
-    /// Whether its count is a reading rather than a sum (its alias's `.snapshot`).
-    pub snapshot: bool,
-    /// Whether its count is one per package (its alias's `.per-pkg`).
-    pub per_pkg: bool,
-}
-
-impl PmuEvent {
-    /// What its count is in, where its alias gives a scale or a unit (perf multiplies by the
-    /// scale, 1 where only a unit is given, and prints the unit, empty where only a scale is).
-    pub fn unit(&self) -> Option<Unit> {
-        (self.scale.is_some() || self.unit.is_some()).then(|| Unit {
-            name: self.unit.clone().unwrap_or_default(),
-            scale: self.scale.unwrap_or(1.0),
-        })
-    }
-
-    /// The CPU of each open perf makes system-wide (`perf stat -a`): each CPU of
-    /// [`PmuEvent::cpus`] as perf 6.1 takes the mask (not narrowed to the online CPUs), or -1,
-    /// any CPU, where the PMU has no mask (perf then opens it on every online CPU).
-    pub fn open_cpus(&self) -> Vec<i32> {
-        match &self.cpus {
-            Some(cpus) => cpus
-                .iter()
-                .filter_map(|cpu| i32::try_from(cpu).ok())
-                .collect(),
-            None => vec![-1],
-        }
-    }
-}
 
 /// Splits `pmu/terms/modifiers`; `None` when `event` is not in that form.
 fn split(event: &str) -> Option<(&str, &str, &str)> {

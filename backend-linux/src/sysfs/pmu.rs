@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{CpuList, Error, Result};
+use counterhal_system::{PmuDevice, PmuDevices};
 
-use super::alias::{self, Alias};
+use super::alias::Alias;
 use super::format::FormatField;
-use super::tree::Tree;
+use super::refused::refused;
 
 /// A PMU's directory.
 #[derive(Clone, Debug)]
@@ -19,8 +20,8 @@ pub struct Pmu {
     pub dir: PathBuf,
     /// Its `type` number.
     pub type_: u32,
-    /// The sysfs tree it is read from (every file of it through [`Tree`]'s rules).
-    tree: Tree,
+    /// Its files, read by the system's rule (`counterhal_system::Refused`).
+    device: PmuDevice,
 }
 
 impl Pmu {
@@ -71,17 +72,18 @@ impl Pmu {
         if name.is_empty() || name.contains(['.', '/']) {
             return Ok(None);
         }
-        let tree = Tree::of(devices);
+        let pmus = PmuDevices::at(devices);
         for name in [Some(name.to_string()), uncore_name(name)]
             .into_iter()
             .flatten()
         {
-            if let Some(pmu) = Pmu::at(&tree, devices, &name)? {
+            if let Some(pmu) = Pmu::at(&pmus, &name)? {
                 return Ok(Some(pmu));
             }
-            if let Some(pmu) = list_pmus(devices)
+            if let Some(pmu) = pmus
+                .names()
                 .iter()
-                .filter_map(|dir| Pmu::at(&tree, devices, dir).ok().flatten())
+                .filter_map(|dir| Pmu::at(&pmus, dir).ok().flatten())
                 .find(|pmu| pmu.alias_name().as_deref() == Some(name.as_str()))
             {
                 return Ok(Some(pmu));
@@ -90,18 +92,25 @@ impl Pmu {
         Ok(None)
     }
 
-    /// The PMU of directory `devices/<dir>`, where it has a `type` that reads as a number.
-    fn at(tree: &Tree, devices: &Path, dir: &str) -> Result<Option<Pmu>> {
-        let path = devices.join(dir);
-        let Some(type_) = tree.read(&path.join("type"))? else {
-            return Ok(None);
-        };
-        Ok(type_.trim().parse().ok().map(|type_| Pmu {
-            name: dir.to_string(),
-            type_,
-            dir: path,
-            tree: tree.clone(),
-        }))
+    /// The PMU of directory `<dir>` of `pmus`, where it has a `type` that reads as a number.
+    fn at(pmus: &PmuDevices, dir: &str) -> Result<Option<Pmu>> {
+        Ok(pmus.device(dir).map_err(refused)?.map(Pmu::of))
+    }
+
+    /// The PMU of the system's `device`.
+    pub(crate) fn of(device: PmuDevice) -> Pmu {
+        Pmu {
+            name: device.name().to_string(),
+            type_: device.type_(),
+            dir: device.dir().to_path_buf(),
+            device,
+        }
+    }
+
+    /// Its files, as the system reads them.
+    #[cfg(test)]
+    pub(crate) fn device(&self) -> &PmuDevice {
+        &self.device
     }
 
     /// The text of its file `file` (`cpus`, `caps/slots`), trimmed, through the tree's rules;
@@ -111,20 +120,17 @@ impl Pmu {
     /// [`counterhal_hal::ErrorKind::InvalidInput`] for a file that leads out of the tree, is
     /// no regular file or is too long.
     pub(crate) fn read(&self, file: &str) -> Result<Option<String>> {
-        Ok(self
-            .tree
-            .read(&self.dir.join(file))?
-            .map(|text| text.trim().to_string()))
+        self.device.file(file).map_err(refused)
     }
 
     /// Whether it has a regular file `file` (`cpus`, `format/thresh`) inside the tree.
     pub(crate) fn has_file(&self, file: &str) -> bool {
-        self.tree.is_file(&self.dir.join(file))
+        self.device.has_file(file)
     }
 
     /// Its other name, from its `alias` file (`uncore_type_0_2`), if it has one.
     pub fn alias_name(&self) -> Option<String> {
-        self.read("alias").ok().flatten().filter(|t| !t.is_empty())
+        self.device.alias_name()
     }
 
     /// The CPUs perf opens it on system-wide: its `cpumask` (an uncore PMU's one CPU per
@@ -135,24 +141,14 @@ impl Pmu {
     /// # Errors
     /// As [`Pmu::read`].
     pub fn cpus(&self) -> Result<Option<CpuList>> {
-        for file in ["cpumask", "cpus"] {
-            if let Some(list) = self.read(file)?.and_then(|text| text.parse().ok()) {
-                return Ok(Some(list));
-            }
-        }
-        Ok(None)
+        let cpus = self.device.cpus().map_err(refused)?;
+        Ok(cpus.map(CpuList::from_cpus))
     }
 
     /// Its `caps/` files (`max_precise`, `pmu_name`, `branches`), name and contents, sorted
     /// (a file that breaks the tree's rules left out).
     pub fn caps(&self) -> Vec<(String, String)> {
-        self.names_in("caps")
-            .into_iter()
-            .filter_map(|name| {
-                let text = self.read(&format!("caps/{name}")).ok()??;
-                Some((name, text))
-            })
-            .collect()
+        self.device.caps()
     }
 
     /// The `format/<field>` file parsed, if it exists.
@@ -161,14 +157,10 @@ impl Pmu {
     /// [`counterhal_hal::ErrorKind::InvalidInput`] for a malformed file, or one that breaks
     /// the tree's rules.
     pub fn format(&self, field: &str) -> Result<Option<FormatField>> {
-        if !is_plain_name(field) {
-            return Ok(None);
-        }
-        let file = format!("format/{field}");
-        match self.read(&file)? {
+        match self.device.format(field).map_err(refused)? {
             Some(text) => FormatField::parse(&text)
                 .map(Some)
-                .map_err(|e| e.context(self.dir.join(file).display())),
+                .map_err(|e| e.context(self.dir.join("format").join(field).display())),
             None => Ok(None),
         }
     }
@@ -180,11 +172,7 @@ impl Pmu {
     /// [`counterhal_hal::ErrorKind::InvalidInput`] for an alias whose files break the tree's
     /// rules or hold what no kernel writes there ([`Alias`]).
     pub fn alias(&self, alias: &str) -> Result<Option<Alias>> {
-        if !is_plain_name(alias) {
-            return Ok(None);
-        }
-        let events = self.dir.join("events");
-        if let Some(found) = Alias::read(&self.tree, &events, alias)? {
+        if let Some(found) = Alias::read(&self.device, alias)? {
             return Ok(Some(found));
         }
         match self
@@ -192,41 +180,34 @@ impl Pmu {
             .into_iter()
             .find(|name| name.eq_ignore_ascii_case(alias))
         {
-            Some(name) => Alias::read(&self.tree, &events, &name),
+            Some(name) => Alias::read(&self.device, &name),
             None => Ok(None),
         }
     }
 
-    fn names_in(&self, sub: &str) -> Vec<String> {
-        self.tree
-            .names(&self.dir.join(sub))
-            .into_iter()
-            .filter(|n| alias::is_alias_file(n))
-            .collect()
-    }
-
     /// The format field names.
     pub fn format_names(&self) -> Vec<String> {
-        self.names_in("format")
+        self.device.format_names()
     }
 
     /// The alias names (without `.scale`/`.unit` companions).
     pub fn alias_names(&self) -> Vec<String> {
-        self.names_in("events")
+        self.device.alias_names()
     }
 }
 
-fn is_plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        && !name.starts_with('.')
+/// Whether PMU `pmu` of `devices` has a regular file `file` (`cpumask`, `format/thresh`).
+pub(crate) fn has_file(devices: &Path, pmu: &str, file: &str) -> bool {
+    PmuDevices::at(devices)
+        .device(pmu)
+        .ok()
+        .flatten()
+        .is_some_and(|device| device.has_file(file))
 }
 
 /// The PMU names under `devices`, sorted (none where `devices` leads out of its tree).
 pub fn list_pmus(devices: &Path) -> Vec<String> {
-    Tree::of(devices).names(devices)
+    PmuDevices::at(devices).names()
 }
 
 /// The name perf also tries for a PMU named `name`: `uncore_<name>`, for a name that is no

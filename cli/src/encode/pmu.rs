@@ -5,8 +5,7 @@
 
 use std::fmt::Write as _;
 
-use counterhal::advanced::PmuEvent;
-use counterhal_hal::Encoding;
+use counterhal_hal::{Encoding, PmuEvent};
 use serde_json::{Value, json};
 
 /// One JSON object per attr and CPU perf opens: `pmu`, `type`, `config`, `config1`, `config2`

@@ -4,18 +4,18 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 use counterhal_events::{Database, UncoreEvent};
-use counterhal_hal::ErrorKind;
+use counterhal_hal::{ErrorKind, PmuTopology};
 use serde_json::{Value, json};
 
 /// The model's uncore events whose name holds `pattern` (any case), deprecated ones left
-/// out, by PMU (sorted), each PMU with whether `devices` has it.
+/// out, by PMU (sorted), each PMU with whether the PMU tree `pmus` (the listing backend's,
+/// where it reads sysfs PMUs) has it.
 pub fn listed(
     database: &Database,
     model: Option<&str>,
-    devices: Option<&Path>,
+    pmus: Option<&dyn PmuTopology>,
     pattern: &str,
 ) -> Vec<(&'static str, bool, Vec<UncoreEvent>)> {
     let Some(model) = model else {
@@ -32,10 +32,10 @@ pub fn listed(
         .into_iter()
         .map(|(pmu, events)| {
             // The PMU is here where its first event finds a PMU to open on.
-            let here = devices.is_some_and(|devices| {
+            let here = pmus.is_some_and(|pmus| {
                 let first = &events[0].name;
                 !matches!(
-                    counterhal::advanced::uncore_pmu_events(devices, database, Some(model), first),
+                    pmus.opens(first),
                     Some(Err(e)) if e.kind() == ErrorKind::DeviceMissing
                 )
             });

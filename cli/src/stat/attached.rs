@@ -184,15 +184,8 @@ fn on_pmu_cpus(attach: Attach, cpus: Option<CpuList>) -> Attach {
 /// Whether process (or thread) `pid` has ended: no `/proc/PID`, or a zombie waiting for its
 /// parent.
 fn has_ended(pid: u32) -> bool {
-    std::fs::read_to_string(counterhal_system::System::host().process(pid).join("stat")).map_or(
-        true,
-        |stat| {
-            let state = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next());
-            matches!(state, Some('Z' | 'X') | None)
-        },
-    )
+    let state = counterhal_system::System::host().process_state(pid);
+    matches!(state, Some('Z' | 'X') | None)
 }
 
 /// Stops the measurement (exit 1, with the reason) where the backend or the kernel cannot

@@ -289,7 +289,7 @@ mod tests {
         {
             assert_eq!((metric.name, stat_name.as_str()), (name, name));
             let value = counterhal::metrics::evaluate(
-                &counterhal_system::System::host(),
+                &counterhal::metrics::Machine::host(),
                 metric,
                 &library,
                 MINUTE_NS,

@@ -97,7 +97,7 @@ impl<'a> Intervals<'a> {
             return;
         }
         let mut interval = Summary::of_interval(&self.events, section);
-        interval.system = self.args.sysfs.system();
+        interval.system = super::targets::metrics_facts(self.args);
         let text = render_interval(self.report, &interval, heading, &mut self.objects);
         self.write(&text);
     }

@@ -12,8 +12,8 @@ use super::separated::interval_time;
 use super::summary::{PlaceSummary, Section, Summary};
 use super::thresholds;
 use super::topology::{cpus_heading, label_width};
+use counterhal::metrics::Machine;
 use counterhal::metrics::{MetricDef, Threshold, classify, evaluate};
-use counterhal_system::System;
 
 /// The width of a column of the table (perf's).
 const COLUMN: usize = 20;
@@ -54,7 +54,7 @@ fn same_units(rows: &mut [(&Section, &PlaceSummary, Vec<Cell>)]) {
 /// each `-M` metric, its number as perf 7.2's `generic_metric` prints it (`nan` in the table
 /// where its events did not count; `-x` leaves it empty, as perf does).
 fn cells(
-    system: &System,
+    system: &Machine,
     place: &PlaceSummary,
     length_ns: u64,
     metrics: &[&'static MetricDef],

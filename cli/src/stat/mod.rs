@@ -145,14 +145,6 @@ pub fn run(mut args: StatArgs) -> Result<ExitCode, CliError> {
         }
     })
     .map_err(|e| CliError::usage(e, USAGE))?;
-    // What perf's `#target_cpu` and `#core_wide` tell the metrics: CPUs counted, or threads.
-    match &targets {
-        Targets::Attach(counterhal::Target::AllCpus) => named_metrics::machine::count_cpus(None),
-        Targets::Attach(counterhal::Target::Cpus(cpus)) => {
-            named_metrics::machine::count_cpus(Some(&cpus.iter().collect::<Vec<u32>>()));
-        }
-        _ => {}
-    }
     let mut context = args.database.context()?;
     // --cputype atom with metrics: that core's table of a hybrid chip, whose metrics perf
     // computes on that core's PMU (events alone are placed on the PMU without it).
@@ -314,7 +306,7 @@ fn stat_with<B: Backend + 'static>(
     }
     gather_runs(args, &counting, &mut runs, [fallback, note]);
     let mut summary = Summary::of(&runs);
-    summary.system = args.sysfs.system();
+    summary.system = self::targets::metrics_facts(args);
     let mut text = if args.interval().is_some() {
         printing::render_after_intervals(&report, &summary, taken.objects)
     } else {

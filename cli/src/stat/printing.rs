@@ -21,8 +21,8 @@ use super::topology::{label_width, line_order};
 use crate::error::CliError;
 use crate::format::{seconds, thousands};
 use crate::output::{OutputFile, emit_to_stderr};
+use counterhal::metrics::Machine;
 use counterhal::metrics::{classify, evaluate};
-use counterhal_system::System;
 
 /// The results as `report` asks for them: table, CSV or JSON.
 pub fn render(report: &Report, summary: &Summary) -> String {
@@ -256,7 +256,7 @@ fn precision(spread: f64) -> usize {
 }
 
 /// One section's lines in perf's order ([`line_order`]), then each place's `-M` metrics.
-fn section_lines(out: &mut String, report: &Report, system: &System, section: &Section) {
+fn section_lines(out: &mut String, report: &Report, system: &Machine, section: &Section) {
     let (big, colour, words) = (report.big_numbers, report.colour, report.words);
     let beside: Vec<Beside<'_>> = section
         .places

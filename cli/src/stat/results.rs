@@ -198,9 +198,9 @@ impl Place {
 /// A thread's name from `/proc/TID/comm`, or `?` where the OS does not tell (perf's
 /// `comm-tid` label uses it).
 fn thread_name(tid: u32) -> String {
-    std::fs::read_to_string(counterhal_system::System::host().process(tid).join("comm"))
-        .map(|name| name.trim_end().to_string())
-        .unwrap_or_else(|_| "?".to_string())
+    counterhal_system::System::host()
+        .thread_name(tid)
+        .unwrap_or_else(|| "?".to_string())
 }
 
 /// One event result per planned event, counted in one place (`None`: everywhere, added up).

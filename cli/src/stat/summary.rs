@@ -4,8 +4,8 @@
 //! of two snapshots; each CPU or thread of `-A` and `--per-thread`).
 
 use counterhal::Error;
+use counterhal::metrics::Machine;
 use counterhal_hal::Reading;
-use counterhal_system::System;
 
 use super::results::{
     CommandEnd, Counts, EventResult, NOT_OPENED_HERE, Place, Run, Scale, Snapshot, has_fraction,
@@ -28,8 +28,9 @@ pub struct Summary {
     pub elapsed_each_ns: Vec<u64>,
     /// What prints, in order: one section for the whole run, or one per interval.
     pub sections: Vec<Section>,
-    /// The system whose facts the metrics read (this machine's, with `--sysfs`'s PMUs).
-    pub system: System,
+    /// What the metrics read beside the counts: this machine's facts (with `--sysfs`'s
+    /// PMUs) and whether CPUs were counted.
+    pub system: Machine,
 }
 
 /// The events of one stretch of time, summed or per place.
@@ -116,7 +117,7 @@ impl Summary {
             elapsed_spread,
             elapsed_each_ns: elapsed,
             sections,
-            system: System::host(),
+            system: Machine::host(),
         }
     }
 }
@@ -233,7 +234,7 @@ impl Summary {
             runs: 1,
             elapsed_spread: None,
             sections: vec![section],
-            system: System::host(),
+            system: Machine::host(),
         }
     }
 }

@@ -6,9 +6,12 @@
 //! the online CPUs, so a list naming CPUs this machine lacks fails before one target is built.
 
 use counterhal::Target as Attach;
+use counterhal::metrics::Machine;
 use counterhal::{Error, online_cpus};
 use counterhal_hal::CpuList;
 use counterhal_system::System;
+
+use super::arguments::StatArgs;
 
 /// What to count, as the options ask for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,9 +71,7 @@ impl Targets {
             if tid == 0 {
                 return Err(Error::invalid_input("thread id 0 is not a thread").with_hint(hint));
             }
-            let procfs = System::host();
-            let proc_tells = procfs.process("self").exists();
-            if proc_tells && !procfs.process(tid).exists() {
+            if System::host().process_exists(tid) == Some(false) {
                 return Err(
                     Error::invalid_input(format!("no thread {tid} is running here"))
                         .with_hint(hint),
@@ -109,14 +110,7 @@ impl Targets {
 fn threads_of(pids: &[u32]) -> Attach {
     let mut tids: Vec<u32> = Vec::new();
     for &pid in pids {
-        let mut own: Vec<u32> = std::fs::read_dir(System::host().process(pid).join("task"))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut own: Vec<u32> = System::host().threads(pid).unwrap_or_default();
         if own.is_empty() {
             own.push(pid);
         }
@@ -146,10 +140,9 @@ fn processes(list: &str) -> Result<Targets, Error> {
         }
     }
     let procfs = System::host();
-    let proc_tells = procfs.process("self").exists();
     if let Some(gone) = pids
         .iter()
-        .find(|&&pid| proc_tells && !procfs.process(pid).exists())
+        .find(|&&pid| procfs.process_exists(pid) == Some(false))
     {
         return Err(
             Error::invalid_input(format!("no process {gone} is running here")).with_hint(hint),
@@ -192,8 +185,29 @@ fn check_online(cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
     ))
     .with_hint(format!(
         "name CPUs listed in {}, e.g. -C {online}",
-        System::host().cpus().join("online").display()
+        System::host()
+            .sysfs()
+            .join("devices/system/cpu/online")
+            .display()
     )))
+}
+
+/// What the metrics' formulas read beside the counts: the system's facts (with `--sysfs`'s
+/// PMUs) and whether CPUs are counted (`-a`, `-C`), what perf's `#target_cpu` and
+/// `#core_wide` tell them; threads where `-t`, `-p` or a command is counted.
+pub fn metrics_facts(args: &StatArgs) -> Machine {
+    let facts = Machine::new(args.sysfs.system());
+    let targets = match &args.more.tid {
+        Some(_) => return facts,
+        None => Targets::from_options(args.pid.as_deref(), args.all_cpus, args.cpu_list.as_deref()),
+    };
+    match targets {
+        Ok(Targets::Attach(Attach::AllCpus)) => facts.counting_cpus(None),
+        Ok(Targets::Attach(Attach::Cpus(cpus))) => {
+            facts.counting_cpus(Some(&cpus.iter().collect::<Vec<u32>>()))
+        }
+        _ => facts,
+    }
 }
 
 #[cfg(test)]

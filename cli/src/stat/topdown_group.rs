@@ -29,7 +29,6 @@ fn kind<B: Backend>(backend: &B, name: &str) -> Option<Kind> {
 
 #[cfg(target_os = "linux")]
 fn kind_of_encoding(encoding: &Encoding) -> Option<Kind> {
-    use counterhal::advanced::{is_topdown_metric as is_metric, is_topdown_slots as is_slots};
     let Encoding::Perf(attr) = encoding else {
         return None;
     };
@@ -39,9 +38,9 @@ fn kind_of_encoding(encoding: &Encoding) -> Option<Kind> {
     } else {
         &[]
     };
-    if is_slots(attr, core_types) {
+    if attr.is_topdown_slots(core_types) {
         Some(Kind::Slots)
-    } else if is_metric(attr, core_types) {
+    } else if attr.is_topdown_metric(core_types) {
         Some(Kind::Metric)
     } else {
         None

@@ -5,8 +5,6 @@
 //! perf's labels (`S0`, `S0-D0`, `S0-D0-C1`, `N0`, `S0-D0-CLS1`, `S0-D0-L3-ID0`) and the
 //! number of CPUs in each.
 
-use std::path::Path;
-
 use counterhal::Error;
 use counterhal_hal::Reading;
 use counterhal_system::{CpuCache, System};
@@ -94,11 +92,6 @@ impl Aggregation {
     }
 }
 
-/// Reads a number from a sysfs file under `root`.
-fn number(path: &Path) -> Option<u32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
 /// The level and id of CPU `cpu`'s cache of `level` (`None`: its last level) among `caches`,
 /// as perf 7.2 finds them (`cpu__get_cache_details`, builtin-stat.c): of the first four
 /// (`MAX_CACHE_LVL` indices), the one of the highest level (the first such), or the last of
@@ -135,22 +128,9 @@ fn cache_of(caches: &[CpuCache], cpu: u32, level: Option<u32>) -> (i64, i64) {
 /// Where CPU `cpu` sits, read from `system`'s sysfs, with the cache `by` adds up by (none
 /// read for another aggregation).
 pub fn cpu_place(system: &System, cpu: u32, by: Aggregation) -> CpuPlace {
-    let root = system.sys_file("devices/system");
     let topology = system.cpu_topology(cpu);
-    let node = std::fs::read_dir(root.join("node"))
-        .ok()
-        .and_then(|entries| {
-            entries.flatten().find_map(|entry| {
-                let name = entry.file_name().into_string().ok()?;
-                let id: u32 = name.strip_prefix("node")?.parse().ok()?;
-                entry
-                    .path()
-                    .join(format!("cpu{cpu}"))
-                    .exists()
-                    .then_some(id)
-            })
-        })
-        .unwrap_or(0);
+    let nodes = system.numa_nodes().last().map_or(0, |last| last + 1);
+    let node = system.cpu_node(cpu, nodes).unwrap_or(0);
     let cache = match by {
         Aggregation::Cache(level) => cache_of(&system.cpu_caches(cpu), cpu, level),
         _ => (-1, -1),
@@ -158,7 +138,7 @@ pub fn cpu_place(system: &System, cpu: u32, by: Aggregation) -> CpuPlace {
     CpuPlace {
         socket: topology.socket.unwrap_or(0),
         die: topology.die.unwrap_or(0),
-        core: number(&root.join(format!("cpu/cpu{cpu}/topology/core_id"))).unwrap_or(cpu),
+        core: topology.core.unwrap_or(cpu),
         node,
         cluster: topology.cluster.unwrap_or(0),
         cache,
@@ -366,7 +346,7 @@ mod tests {
 
     #[test]
     fn this_machine_s_cpus_are_placed_from_sysfs() {
-        let root = Path::new("/sys/devices/system");
+        let root = std::path::Path::new("/sys/devices/system");
         if !root.join("cpu/cpu0/topology").exists() {
             counterhal_conformance::skip!(
                 counterhal_conformance::skip::Need::System,
@@ -374,7 +354,8 @@ mod tests {
             );
         }
         let first = cpu_place(&System::host(), 0, Aggregation::Core);
-        let expected = number(&root.join("cpu/cpu0/topology/core_id")).unwrap();
+        let core_id = std::fs::read_to_string(root.join("cpu/cpu0/topology/core_id")).unwrap();
+        let expected: u32 = core_id.trim().parse().unwrap();
         assert_eq!(first.core, expected);
     }
 }

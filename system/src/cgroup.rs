@@ -1,0 +1,118 @@
+//! The cgroup file system's directories (cgroups(7)): a cgroup opened for
+//! `perf_event_open`, its id, and the cgroups below it, walked without following a link.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::System;
+
+impl System {
+    /// The cgroup directory `path` (under a cgroup mount, [`System::cgroup_mount`]) opened to
+    /// be handed to the kernel (`perf_event_open`'s `pid` under `PERF_FLAG_PID_CGROUP`, a BPF
+    /// program's cgroup): a directory only, opened without waiting, so that a FIFO named
+    /// there is refused at once.
+    ///
+    /// # Errors
+    /// The directory cannot be opened: none there, another user's, no directory
+    /// (`ENOTDIR`).
+    pub fn open_cgroup(&self, path: &Path) -> std::io::Result<std::fs::File> {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK);
+        }
+        options.open(path)
+    }
+
+    /// The id of cgroup `path`: its directory's inode number, which the kernel's
+    /// `bpf_get_current_cgroup_id` and `cgroup_id` give (kernfs numbers a cgroup's node by
+    /// it, `kernfs_ino`).
+    ///
+    /// # Errors
+    /// It cannot be looked at (none there).
+    pub fn cgroup_id(&self, path: &Path) -> std::io::Result<u64> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Ok(std::fs::metadata(path)?.ino())
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = path;
+            Err(std::io::ErrorKind::Unsupported.into())
+        }
+    }
+
+    /// The names of the directories the cgroup directory `dir` holds (the cgroups below it:
+    /// no link followed), in the order it lists them; none where it cannot be read.
+    pub fn cgroup_children(&self, dir: &Path) -> Vec<OsString> {
+        let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        entries
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|entry| entry.file_name())
+            .collect()
+    }
+
+    /// Whether the cgroup directory `dir` may hold directories: not where its link count is 2
+    /// (its `.` and its entry in its parent: each subdirectory's `..` adds one, as the cgroup
+    /// file system counts them, kernfs's `kernfs_refresh_inode`, and ext4 and tmpfs do). A
+    /// file system that counts otherwise (btrfs gives a directory one link) may hold some.
+    pub fn cgroup_may_have_children(&self, dir: &Path) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::symlink_metadata(dir).map_or(true, |meta| meta.nlink() != 2)
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = dir;
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Oracle: the kernel's directories (tmpfs counts a directory's links as cgroupfs does)
+    /// and FIFOs: the children are the directories, links and files left out; a leaf has two
+    /// links; a FIFO is no cgroup and is refused at once, never waited on; the id is the
+    /// inode `stat` gives.
+    #[cfg(unix)]
+    #[test]
+    fn cgroup_directories_are_read_as_the_kernel_counts_them() {
+        use std::os::unix::fs::MetadataExt;
+        let root =
+            std::env::temp_dir().join(format!("counterhal-system-cgroup-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::create_dir_all(root.join("c")).unwrap();
+        std::fs::write(root.join("cgroup.procs"), "").unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("link")).unwrap();
+        let system = System::host();
+        let mut children = system.cgroup_children(&root);
+        children.sort();
+        assert_eq!(children, ["a", "c"]);
+        assert!(system.cgroup_children(&root.join("none")).is_empty());
+        assert!(system.cgroup_may_have_children(&root.join("a")));
+        if std::fs::metadata(&root).unwrap().nlink() > 1 {
+            assert!(!system.cgroup_may_have_children(&root.join("c")));
+        }
+        assert_eq!(
+            system.cgroup_id(&root.join("c")).unwrap(),
+            std::fs::metadata(root.join("c")).unwrap().ino()
+        );
+        assert!(system.open_cgroup(&root.join("a")).is_ok());
+        assert!(system.open_cgroup(&root.join("cgroup.procs")).is_err());
+        assert!(system.open_cgroup(&root.join("none")).is_err());
+        let fifo = root.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert!(system.open_cgroup(&fifo).is_err());
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
