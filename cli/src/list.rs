@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::error::CliError;
 use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
-use crate::stat::runnable::offered;
+use crate::stat::plan::runnable::offered;
 use counterhal::metrics::MetricDef;
 
 mod metrics;
@@ -322,7 +322,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         let resolve = |event: &str| {
             backend
                 .as_ref()
-                .and_then(|b| crate::stat::runnable::unknown_here(b, event))
+                .and_then(|b| crate::stat::plan::runnable::unknown_here(b, event))
         };
         let system = args.sysfs.system();
         pager::emit(&metrics::metrics(
@@ -382,7 +382,7 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
         let resolve = |event: &str| {
             backend
                 .as_ref()
-                .and_then(|b| crate::stat::runnable::unknown_here(b, event))
+                .and_then(|b| crate::stat::plan::runnable::unknown_here(b, event))
         };
         let (offered, _) =
             offered(&args.sysfs.system(), context.model(), &resolve).map_err(CliError::failed)?;

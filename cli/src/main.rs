@@ -13,6 +13,7 @@ mod options;
 mod output;
 mod reference;
 mod report;
+mod script;
 mod serve;
 mod stat;
 #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
@@ -60,7 +61,7 @@ enum Command {
     Serve(Box<serve::ServeCommand>),
     Completions(completions::CompletionsArgs),
     Version(version::VersionArgs),
-    Script(stat::script::ScriptArgs),
+    Script(script::ScriptArgs),
 }
 
 const STAT: &str = "Run a command (or attach) and count events, like `perf stat`";
@@ -87,7 +88,7 @@ const SCRIPT: &str = "Print a recording's stat records as `perf script` prints t
 
 const SUBCOMMANDS: [(&str, &str, AddArguments); 9] = [
     ("stat", STAT, |c| {
-        stat::StatArgs::augment_args(c)
+        stat::arguments::described::describe(c)
             .about(STAT)
             .long_about(None)
             .after_help(stat::HELP)
@@ -125,7 +126,7 @@ const SUBCOMMANDS: [(&str, &str, AddArguments); 9] = [
             .long_about(None)
     }),
     ("script", SCRIPT, |c| {
-        stat::script::ScriptArgs::augment_args(c)
+        script::ScriptArgs::augment_args(c)
             .about(SCRIPT)
             .long_about(None)
     }),
@@ -163,7 +164,14 @@ impl FromArgMatches for Command {
         };
         let sub = &mut sub;
         Ok(match name.as_str() {
-            "stat" => Command::Stat(Box::new(stat::StatArgs::from_arg_matches_mut(sub)?)),
+            "stat" => {
+                // clap describes stat's options (and answers `stat --help`); `parse` hands the
+                // words to stat's own parser, the one that reads them.
+                return Err(clap::Error::raw(
+                    clap::error::ErrorKind::InvalidSubcommand,
+                    "stat's options are read by stat's parser\n",
+                ));
+            }
             "list" => Command::List(list::ListArgs::from_arg_matches_mut(sub)?),
             "encode" => Command::Encode(encode::EncodeArgs::from_arg_matches_mut(sub)?),
             "info" => Command::Info(info::InfoArgs::from_arg_matches_mut(sub)?),
@@ -173,7 +181,7 @@ impl FromArgMatches for Command {
                 Command::Completions(completions::CompletionsArgs::from_arg_matches_mut(sub)?)
             }
             "version" => Command::Version(version::VersionArgs::from_arg_matches_mut(sub)?),
-            "script" => Command::Script(stat::script::ScriptArgs::from_arg_matches_mut(sub)?),
+            "script" => Command::Script(script::ScriptArgs::from_arg_matches_mut(sub)?),
             other => {
                 return Err(clap::Error::raw(
                     clap::error::ErrorKind::InvalidSubcommand,
@@ -200,7 +208,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Serve(args) => serve::run(*args),
         Command::Completions(args) => completions::run(args),
         Command::Version(args) => version::run(args),
-        Command::Script(args) => stat::script::run(args),
+        Command::Script(args) => script::run(args),
     }
 }
 
@@ -211,31 +219,25 @@ enum Unread {
     Stat(CliError),
 }
 
-/// The command line: `stat`'s by its own parser (stat::parser; `stat record`'s read again
-/// without its word, as perf reads stat's options on both sides of it), any other by clap.
+/// The command line: `stat`'s by its own parser ([`stat::arguments::read`]), any other by
+/// clap.
 fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, Unread> {
     if argv.get(1).is_none_or(|word| word != "stat") {
         return Cli::try_parse_from(argv).map_err(Unread::Clap);
     }
-    let read = |argv: &[std::ffi::OsString]| match stat::parser::parse(argv[2..].to_vec()) {
-        Ok(stat::parser::Parsed::Args(stat)) => Ok(stat),
+    match stat::arguments::read(&argv) {
+        Ok(stat::arguments::Parsed::Args(stat)) => Ok(Cli {
+            command: Command::Stat(stat),
+        }),
         // Help is clap's to write, from its description of stat's options.
-        Ok(stat::parser::Parsed::Help(flag)) => Err(Unread::Clap(
+        Ok(stat::arguments::Parsed::Help(flag)) => Err(Unread::Clap(
             match Cli::try_parse_from(["counterhal", "stat", flag]) {
                 Err(help) => help,
                 Ok(_) => unreachable!("clap answers {flag} with help"),
             },
         )),
         Err(error) => Err(Unread::Stat(error)),
-    };
-    let mut stat = read(&argv)?;
-    if let Some(line) = stat.record_line(&argv) {
-        stat = read(&line)?;
-        stat.set_record(argv);
     }
-    Ok(Cli {
-        command: Command::Stat(stat),
-    })
 }
 
 fn main() -> ExitCode {

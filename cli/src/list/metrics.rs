@@ -6,7 +6,7 @@ use counterhal::metrics::MetricDef;
 use serde_json::json;
 
 use crate::error::CliError;
-use crate::stat::runnable::{is_uncore, offered};
+use crate::stat::plan::runnable::{is_uncore, offered};
 
 /// `list --metrics`: the metrics of `model` and the portable ones whose name or group holds
 /// `pattern` (any case), then their groups; or the same as one JSON document.
