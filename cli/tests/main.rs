@@ -25,6 +25,7 @@ mod reliability;
 mod serve;
 #[cfg(feature = "serve")]
 mod serve_bpf;
+#[cfg(feature = "serve")]
 mod serve_bpf_beside;
 #[cfg(feature = "serve")]
 mod serve_bpf_tree;
@@ -34,6 +35,7 @@ mod serve_budget;
 mod serve_costs;
 #[cfg(feature = "serve")]
 mod serve_examples;
+#[cfg(feature = "serve")]
 mod serve_follow;
 #[cfg(feature = "serve")]
 mod serve_hostile;
@@ -45,6 +47,7 @@ mod serve_kubernetes;
 mod serve_logs;
 #[cfg(feature = "serve")]
 mod serve_ops;
+#[cfg(feature = "serve")]
 mod serve_podman;
 #[cfg(feature = "serve")]
 mod serve_prometheus;
@@ -61,6 +64,7 @@ mod serve_topology;
 #[cfg(feature = "serve")]
 mod serve_web;
 mod shell;
+#[cfg(feature = "serve")]
 mod slurm_cluster;
 mod software_events;
 #[cfg(target_os = "linux")]
