@@ -2,6 +2,8 @@
 //! binary.
 
 #[cfg(target_os = "linux")]
+mod cgroup_adoption;
+#[cfg(target_os = "linux")]
 mod conformance;
 #[cfg(target_os = "linux")]
 mod extra_msr;

@@ -178,9 +178,8 @@ fn job_faults(body: &str, job: &str, step: &str, task: &str) -> Option<f64> {
 ///
 /// What real slurmd shows that a layout made by hand did not: slurmstepd makes a task's
 /// cgroup and places the task there within microseconds, and the task starts at once. The BPF
-/// mode counts a job's cgroup from its first context switch (slurmstepd's scope adopts its
-/// children) and the cgroups below from a look a fraction of a millisecond later (10 of a
-/// task's 20,078 page faults missed, in one run of several); the
+/// mode counts each of a job's cgroups from its first context switch (slurmstepd's scope
+/// adopts its children, and they theirs, every level down); the
 /// perf-event mode (as `perf stat -G`) counts only from its events' open, so it misses a
 /// task's first milliseconds: here 14,612 of a task's 20,078 page faults. It is held to count
 /// no more than the BPF mode, and something.

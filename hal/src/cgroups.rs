@@ -201,23 +201,32 @@ pub trait CgroupCounter {
 
     /// In the BPF mode, has the counter follow each new child of `parent` from its first
     /// context switch, before anyone calls [`follow`](CgroupCounter::follow) for it (a
-    /// runtime places a task in a cgroup it has just made, and the task runs at once):
-    /// `Ok(true)`. `Ok(false)` where it does not: the perf-event mode (a cgroup is counted
-    /// from its follow), a parent that users other than root may make children in, or
-    /// children deeper than the mode counts. A child adopted that is not to be followed is
-    /// let go by [`refuse`](CgroupCounter::refuse).
+    /// runtime places a task in a cgroup it has just made, and the task runs at once), and
+    /// where `levels` is more than 1, each such child adopt its own new children in turn,
+    /// with one level fewer (`u8::MAX`: any number of levels; slurmstepd places a task three
+    /// levels below the job's cgroup it has just made): `Ok(true)`.
+    /// `Ok(false)` where it does not: the perf-event mode (a cgroup is counted from its
+    /// follow), a parent that users other than root may make children in, or children
+    /// deeper than the mode counts. A child adopted that is not to be followed is let go by
+    /// [`refuse`](CgroupCounter::refuse); after each look at the tree,
+    /// [`forget_unseen`](CgroupCounter::forget_unseen) lets go those no look saw.
     ///
     /// # Errors
     /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) where `parent` cannot be read;
     /// [`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached) where as many parents
     /// adopt as the counter's capacity.
-    fn adopt_children(&mut self, _parent: &Path) -> Result<bool> {
+    fn adopt_children(&mut self, _parent: &Path, _levels: u8) -> Result<bool> {
         Ok(false)
     }
 
     /// Stops `parent` adopting its new children ([`adopt_children`](
     /// CgroupCounter::adopt_children)).
     fn leave_children(&mut self, _parent: &Path) {}
+
+    /// Called after each look at the tree that followed, refused and adopted each cgroup it
+    /// found: lets go what was adopted that neither this call nor the one before found
+    /// followed or adopting (a cgroup made and removed between two looks).
+    fn forget_unseen(&mut self) {}
 
     /// Lets go a child an adopting parent's cgroup was followed as, which is not to be
     /// followed, and keeps it from being adopted again.

@@ -245,6 +245,19 @@ impl Exporter {
     /// and cgroups are those of the last call, which left nothing to try again, nothing is
     /// done: a scrape of a node whose pods stay put costs no look at the places.
     pub fn follow_on(&mut self, online: &counterhal::CpuList, health: &Health) {
+        let adopted_at = self.adopted_at;
+        self.follow_places(online, health);
+        // After a walk, and the follows of what it found: what the counter adopted that no
+        // walk saw is let go.
+        if self.adopted_at != adopted_at
+            && let Some(counter) = &mut self.cgroups
+        {
+            counter.forget_unseen();
+        }
+    }
+
+    /// [`follow_on`](Exporter::follow_on) but for letting go what no walk saw.
+    fn follow_places(&mut self, online: &counterhal::CpuList, health: &Health) {
         let cgroups = self.watch.discover(health);
         // After each walk: the parents whose new children the counter counts from their
         // first switch, before the next look.

@@ -70,9 +70,9 @@ type Found = (String, PathBuf);
 struct Tree {
     /// The last walk's root and depth, and the cgroups that matched.
     last: Option<(PathBuf, usize, Vec<Found>)>,
-    /// The directories the last walk looked in where a child could match, and those it met
-    /// that did not match.
-    adopting: Vec<PathBuf>,
+    /// The directories the last walk looked in where a child could match (and how many
+    /// levels below one could), and those it met that did not match.
+    adopting: Vec<(PathBuf, u8)>,
     passed_over: Vec<PathBuf>,
     /// Every directory walked, watched (one instance for the exporter's life: the kernel
     /// drops a removed directory's watch itself); `None` where none could be made.
@@ -101,7 +101,7 @@ impl Tree {
         levels_said: bool,
         look_in: impl Fn(&str) -> bool,
         matches: impl Fn(&str) -> bool,
-        child_may_match: impl Fn(&str) -> bool,
+        child_may_match: impl Fn(&str) -> Option<u8>,
     ) -> bool {
         #[cfg(target_os = "linux")]
         let unchanged = self.watching && self.watch.as_ref().is_some_and(|w| !w.changed());
@@ -125,8 +125,8 @@ impl Tree {
             if !look_in(&text) {
                 return false;
             }
-            if child_may_match(&text) {
-                adopting.push(path.to_path_buf());
+            if let Some(levels) = child_may_match(&text) {
+                adopting.push((path.to_path_buf(), levels));
             }
             #[cfg(target_os = "linux")]
             {
@@ -230,8 +230,10 @@ impl Watch {
     }
 
     /// The directories the last walk looked in where a child could match (the BPF mode
-    /// counts their new children from their first switch, where only root makes them).
-    pub fn parents(&self) -> &[PathBuf] {
+    /// counts their new children from their first switch, where only root makes them), each
+    /// with how many levels below a cgroup could match (their adopted children adopt their
+    /// own, one level fewer each; [`u8::MAX`]: any number).
+    pub fn parents(&self) -> &[(PathBuf, u8)] {
         &self.tree.adopting
     }
 
@@ -285,7 +287,12 @@ impl Watch {
                     true => root_too,
                     false => every || expressions.iter().any(|e| e.is_match(text)),
                 },
-                |text| every || reach.child_may_match(text),
+                |text| match every {
+                    true => Some(reach::EVERY_LEVEL),
+                    false => reach
+                        .child_may_match(text)
+                        .then(|| reach.levels_below(text).max(1)),
+                },
             );
             // Nothing came or went: what is followed and left out is what it was.
             if !walked && let Some(matched) = self.matched {

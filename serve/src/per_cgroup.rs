@@ -230,11 +230,12 @@ mod linux {
 
         /// Has the counter count each new child of `parents` from its first context switch,
         /// where it can (the BPF mode, a parent only root makes children in), and no other
-        /// parent's; and lets go the children of theirs `passed_over` (matching no pattern)
-        /// it followed so.
-        pub fn adopt(&mut self, parents: &[PathBuf], passed_over: &[PathBuf]) {
+        /// parent's (each marked with the levels below it that could match: its adopted
+        /// children adopt their own, one level fewer each);
+        /// lets go the children of theirs `passed_over` (matching no pattern) it followed so.
+        pub fn adopt(&mut self, parents: &[(PathBuf, u8)], passed_over: &[PathBuf]) {
             let wanted: std::collections::HashSet<&Path> =
-                parents.iter().map(PathBuf::as_path).collect();
+                parents.iter().map(|(p, _)| p.as_path()).collect();
             let left: Vec<PathBuf> = self
                 .adopting
                 .iter()
@@ -245,9 +246,12 @@ mod linux {
                 self.counter.leave_children(&parent);
                 self.adopting.remove(&parent);
             }
-            for parent in parents {
+            for (parent, levels) in parents {
                 if !self.adopting.contains(parent)
-                    && self.counter.adopt_children(parent).unwrap_or(false)
+                    && self
+                        .counter
+                        .adopt_children(parent, *levels)
+                        .unwrap_or(false)
                 {
                     self.adopting.insert(parent.clone());
                 }
@@ -255,6 +259,12 @@ mod linux {
             for child in passed_over {
                 self.counter.refuse(child);
             }
+        }
+
+        /// After a walk and the follows of what it found: lets go what the counter adopted
+        /// that neither this walk nor the one before saw (gone meanwhile).
+        pub fn forget_unseen(&mut self) {
+            self.counter.forget_unseen();
         }
 
         /// The directories followed, in the order of [`Cgroups::per_cpu`]'s index.
@@ -356,7 +366,11 @@ mod elsewhere {
             match *self {}
         }
         /// Never called.
-        pub fn adopt(&mut self, _: &[std::path::PathBuf], _: &[std::path::PathBuf]) {
+        pub fn adopt(&mut self, _: &[(std::path::PathBuf, u8)], _: &[std::path::PathBuf]) {
+            match *self {}
+        }
+        /// Never called.
+        pub fn forget_unseen(&mut self) {
             match *self {}
         }
         /// Never called.

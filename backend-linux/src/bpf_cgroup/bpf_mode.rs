@@ -440,17 +440,18 @@ impl BpfCounting {
     }
 
     /// Has the program follow each new child of cgroup `id` itself, from its first context
-    /// switch (`adopt`), or no longer.
+    /// switch (`adopt`: the levels below `id` adopted, each adopted child adopting one fewer;
+    /// `u8::MAX`: every level), or no longer (`None`).
     ///
     /// # Errors
     /// [`ErrorKind::LimitReached`] where the map of adopting parents is full.
-    pub fn adopt(&mut self, id: u64, adopt: bool) -> Result<()> {
+    pub fn adopt(&mut self, id: u64, adopt: Option<u8>) -> Result<()> {
         let key = id.to_ne_bytes();
-        if !adopt {
+        let Some(value) = adopt else {
             sys_bpf::map_delete(self.adopting.as_fd(), &key).ok();
             return Ok(());
-        }
-        match sys_bpf::map_update(self.adopting.as_fd(), &key, &[1], 0) {
+        };
+        match sys_bpf::map_update(self.adopting.as_fd(), &key, &[value], 0) {
             Ok(()) => Ok(()),
             Err(libc::E2BIG) => Err(Error::new(
                 ErrorKind::LimitReached,
@@ -464,6 +465,29 @@ impl BpfCounting {
                 errno,
             )),
         }
+    }
+
+    /// The ids of the cgroups in the map of followed cgroups (`adopting`: of adopting
+    /// parents), those the program put there included; at most the map's capacity.
+    pub fn ids(&self, adopting: bool) -> std::collections::HashSet<u64> {
+        let map = match adopting {
+            true => &self.adopting,
+            false => &self.cgroups,
+        };
+        let mut ids = std::collections::HashSet::new();
+        let mut key: Option<[u8; 8]> = None;
+        let mut next = [0u8; 8];
+        // A key deleted meanwhile restarts the walk from the first: bounded all the same.
+        let bound = self.capacity.saturating_add(ADOPTION_ROOM).max(1024) as usize * 2;
+        while ids.len() < bound
+            && sys_bpf::map_next_key(map.as_fd(), key.as_ref().map(|k| &k[..]), &mut next).is_ok()
+        {
+            if !ids.insert(u64::from_ne_bytes(next)) {
+                break;
+            }
+            key = Some(next);
+        }
+        ids
     }
 
     /// Keeps the program from following cgroup `id` itself (a child of an adopting parent

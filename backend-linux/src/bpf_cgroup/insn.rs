@@ -38,6 +38,8 @@ pub(crate) mod op {
     pub const ALU64: u8 = 0x07;
     /// `BPF_W`: 32 bits.
     pub const W: u8 = 0x00;
+    /// `BPF_B`: 8 bits.
+    pub const B: u8 = 0x10;
     /// `BPF_DW`: 64 bits.
     pub const DW: u8 = 0x18;
     /// `BPF_IMM`.
@@ -165,6 +167,11 @@ impl Asm {
         self.push(op::STX | op::MEM | op::DW, dst, src, off, 0);
     }
 
+    /// `*(u8 *)(dst + off) = src`.
+    pub fn store8(&mut self, dst: Reg, off: i16, src: Reg) {
+        self.push(op::STX | op::MEM | op::B, dst, src, off, 0);
+    }
+
     /// `*(u32 *)(dst + off) = src`.
     pub fn store32(&mut self, dst: Reg, off: i16, src: Reg) {
         self.push(op::STX | op::MEM | op::W, dst, src, off, 0);
@@ -173,6 +180,11 @@ impl Asm {
     /// `dst = *(u32 *)(src + off)`.
     pub fn load32(&mut self, dst: Reg, src: Reg, off: i16) {
         self.push(op::LDX | op::MEM | op::W, dst, src, off, 0);
+    }
+
+    /// `dst = *(u8 *)(src + off)`.
+    pub fn load8(&mut self, dst: Reg, src: Reg, off: i16) {
+        self.push(op::LDX | op::MEM | op::B, dst, src, off, 0);
     }
 
     /// `*(u64 *)(dst + off) += src`, as one atomic instruction (`BPF_ATOMIC | BPF_ADD`).

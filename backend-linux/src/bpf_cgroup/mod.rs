@@ -33,6 +33,7 @@ mod insn;
 mod program;
 pub mod shared;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use counterhal_hal::{
@@ -77,10 +78,23 @@ pub struct LinuxCgroupCounter {
     kept: Vec<Kept>,
     /// The BPF mode's count of cgroups removed at the last read.
     removals: Option<u64>,
-    /// In the BPF mode, the parents whose new children its program follows itself (their
-    /// directory, id and level), and the children of theirs refused (directory and id).
-    adopting: Vec<(PathBuf, u64, usize)>,
+    /// In the BPF mode, the parents whose new children its program follows itself, and the
+    /// children of theirs refused (directory and id).
+    adopting: Vec<Adopting>,
     refused: Vec<(PathBuf, u64)>,
+    /// The ids the program put in the maps of followed and of adopting cgroups that the
+    /// last [`forget_unseen`](LinuxCgroupCounter::forget_unseen) found strangers.
+    unseen: (HashSet<u64>, HashSet<u64>),
+}
+
+/// A parent whose new children the BPF program follows itself.
+struct Adopting {
+    path: PathBuf,
+    id: u64,
+    level: usize,
+    /// The levels below it its program adopts (each adopted child adopts one fewer;
+    /// `u8::MAX`: every level).
+    levels: u8,
 }
 
 impl LinuxCgroupCounter {
@@ -140,6 +154,7 @@ impl LinuxCgroupCounter {
             removals: None,
             adopting: Vec::new(),
             refused: Vec::new(),
+            unseen: Default::default(),
         })
     }
 
@@ -309,11 +324,15 @@ impl LinuxCgroupCounter {
     }
 
     /// The BPF program visits the levels down to the deepest one followed, and to the
-    /// children of the deepest adopting parent.
+    /// deepest cgroups an adopting parent's children adopt (all of them, where one adopts
+    /// every level below it).
     fn visit_levels(&self) {
         if let Counting::Bpf(bpf) = &self.counting {
             let followed = self.kept.iter().map(|c| c.level + 1);
-            let adopted = self.adopting.iter().map(|(_, _, level)| level + 2);
+            let adopted = self.adopting.iter().map(|a| match a.levels {
+                u8::MAX => MAX_LEVELS,
+                levels => a.level + 1 + usize::from(levels.max(1)),
+            });
             bpf.visit_levels(followed.chain(adopted).max().unwrap_or(0));
         }
     }
@@ -462,8 +481,11 @@ impl CgroupCounter for LinuxCgroupCounter {
     fn switches_missed(&self) -> Option<u64> {
         LinuxCgroupCounter::switches_missed(self)
     }
-    fn adopt_children(&mut self, parent: &Path) -> Result<bool> {
-        LinuxCgroupCounter::adopt_children(self, parent)
+    fn adopt_children(&mut self, parent: &Path, levels: u8) -> Result<bool> {
+        LinuxCgroupCounter::adopt_children(self, parent, levels)
+    }
+    fn forget_unseen(&mut self) {
+        LinuxCgroupCounter::forget_unseen(self);
     }
     fn leave_children(&mut self, parent: &Path) {
         LinuxCgroupCounter::leave_children(self, parent);

@@ -29,7 +29,7 @@
 
 use std::os::fd::BorrowedFd;
 
-use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R7, R8, R9, R10};
+use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R6, R7, R8, R9, R10};
 
 /// `BPF_FUNC_map_lookup_elem`.
 const MAP_LOOKUP_ELEM: i32 = 1;
@@ -37,6 +37,10 @@ const MAP_LOOKUP_ELEM: i32 = 1;
 const MAP_UPDATE_ELEM: i32 = 2;
 /// `BPF_NOEXIST`: an update that makes an element only where there is none.
 const NOEXIST: i32 = 1;
+/// An adopting parent's entry (one byte): the levels below it the program adopts; its
+/// adopted children adopt one level fewer, and none where that is 0. This value adopts every
+/// level below.
+pub const EVERY_LEVEL: u8 = u8::MAX;
 /// `BPF_FUNC_get_smp_processor_id`.
 const GET_SMP_PROCESSOR_ID: i32 = 8;
 /// `BPF_FUNC_perf_event_read_value`.
@@ -260,9 +264,12 @@ pub fn counting_removals(removals: BorrowedFd<'_>) -> Vec<u64> {
 
 /// Where the cgroup at `CGROUP_ID` is not refused and its parent (`PARENT_ID`) adopts its
 /// children, puts it in the cgroups map, its sums zero (`BPF_NOEXIST`: one put there
-/// meanwhile stays), and leaves `r0` pointing at its sums; else jumps to `skip`. The map's
-/// capacity bounds what is adopted: an update into a full map fails, and the cgroup is not
-/// counted.
+/// meanwhile stays), and leaves `r0` pointing at its sums; else jumps to `skip`. Where the
+/// parent adopts more than one level, the child adopts its own children, one level fewer
+/// ([`EVERY_LEVEL`] stays): a task placed levels below a cgroup made a moment before
+/// (slurmstepd's `job_N/step_0/user/task_T`) is counted at each level from its first switch,
+/// the levels visited from the root down. The maps' capacity bounds what is adopted: an
+/// update into a full map fails, and the cgroup is not counted (or adopts nothing).
 fn adopt(asm: &mut Asm, maps: Maps<'_>, skip: Label) {
     asm.load_map(R1, maps.refused);
     asm.mov(R2, R10);
@@ -274,12 +281,32 @@ fn adopt(asm: &mut Asm, maps: Maps<'_>, skip: Label) {
     asm.add_imm(R2, i32::from(PARENT_ID));
     asm.call(MAP_LOOKUP_ELEM);
     asm.jump_if_eq(R0, 0, skip);
+    // r6: the parent's entry, its levels.
+    asm.mov(R6, R0);
     asm.load_map(R1, maps.cgroups);
     asm.mov(R2, R10);
     asm.add_imm(R2, i32::from(CGROUP_ID));
     asm.load_map_value(R3, maps.zeros, 0);
     asm.mov_imm(R4, NOEXIST);
     asm.call(MAP_UPDATE_ELEM);
+    // The child's own entry: the parent's levels less one (none at 0), every level kept.
+    let (counted, fewer, keep) = (asm.label(), asm.label(), asm.label());
+    asm.load8(R1, R6, 0);
+    asm.jump_if_ge(R1, i32::from(EVERY_LEVEL), keep);
+    asm.jump_if_ge(R1, 2, fewer);
+    asm.jump_always(counted);
+    asm.place(fewer);
+    asm.add_imm(R1, -1);
+    asm.place(keep);
+    asm.store8(R10, KEY, R1);
+    asm.load_map(R1, maps.adopting);
+    asm.mov(R2, R10);
+    asm.add_imm(R2, i32::from(CGROUP_ID));
+    asm.mov(R3, R10);
+    asm.add_imm(R3, i32::from(KEY));
+    asm.mov_imm(R4, NOEXIST);
+    asm.call(MAP_UPDATE_ELEM);
+    asm.place(counted);
     lookup_cgroup(asm, maps);
     asm.jump_if_eq(R0, 0, skip);
 }

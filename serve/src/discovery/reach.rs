@@ -120,6 +120,100 @@ impl Reach {
     }
 }
 
+/// [`Reach::levels_below`] where any path below could match, however deep.
+pub(super) const EVERY_LEVEL: u8 = u8::MAX;
+
+impl Reach {
+    /// How many levels below the directory `text` a cgroup could match ([`EVERY_LEVEL`]:
+    /// any number; 0: none): the BPF mode's adopted children of such a directory adopt their
+    /// own, one level fewer each. The automaton is run over `text/`, then over any name and
+    /// a `/`, level by level: names stand for every name (the program cannot read them), so
+    /// this is an upper bound, and what it adopts that matches no pattern is let go. A match
+    /// reached within a path (`$` not needed) means every path going on past it matches.
+    pub(super) fn levels_below(&self, text: &str) -> u8 {
+        let Some(nfa) = &self.0 else {
+            return 0;
+        };
+        let states = nfa.states().len();
+        let mut seen = vec![false; states];
+        let mut now = Vec::new();
+        if closure(nfa, nfa.start_anchored(), true, &mut now, &mut seen) {
+            return EVERY_LEVEL;
+        }
+        let slash: &[u8] = if text.is_empty() { b"" } else { b"/" };
+        for &byte in text.as_bytes().iter().chain(slash) {
+            seen.fill(false);
+            let mut next = Vec::new();
+            for &id in &now {
+                let Some(to) = step(nfa.state(id), byte) else {
+                    continue;
+                };
+                if closure(nfa, to, false, &mut next, &mut seen) {
+                    return EVERY_LEVEL;
+                }
+            }
+            if next.is_empty() {
+                return 0;
+            }
+            now = next;
+        }
+        // Each level: the states any name leads to (whether one ends at a match), then `/`.
+        let mut levels: Vec<(Vec<StateID>, bool)> = Vec::new();
+        let mut deepest = 0;
+        for level in 1..=u8::try_from(counterhal::cgroups::LEVELS).unwrap_or(u8::MAX - 1) {
+            let mut named = Vec::new();
+            let mut matched = false;
+            let mut processed = vec![false; states];
+            let mut frontier = now.clone();
+            while let Some(id) = frontier.pop() {
+                if std::mem::replace(&mut processed[id.as_usize()], true) {
+                    continue;
+                }
+                for to in name_steps(nfa.state(id)) {
+                    matched |= matches_at_end(nfa, to);
+                    seen.fill(false);
+                    let mut out = Vec::new();
+                    if closure(nfa, to, false, &mut out, &mut seen) {
+                        return EVERY_LEVEL;
+                    }
+                    named.extend(&out);
+                    frontier.extend(out);
+                }
+            }
+            if matched {
+                deepest = level;
+            }
+            named.sort_unstable();
+            named.dedup();
+            seen.fill(false);
+            let mut next = Vec::new();
+            for &id in &named {
+                if let Some(to) = step(nfa.state(id), b'/')
+                    && closure(nfa, to, false, &mut next, &mut seen)
+                {
+                    return EVERY_LEVEL;
+                }
+            }
+            next.sort_unstable();
+            next.dedup();
+            // The same states as at a level above: the levels from there repeat for ever.
+            if let Some(again) = levels.iter().position(|(states, _)| *states == now) {
+                let repeats_a_match = levels[again..].iter().any(|(_, m)| *m) || matched;
+                return if repeats_a_match {
+                    EVERY_LEVEL
+                } else {
+                    deepest
+                };
+            }
+            levels.push((std::mem::replace(&mut now, next), matched));
+            if now.is_empty() {
+                break;
+            }
+        }
+        deepest
+    }
+}
+
 /// Where `state` goes on some byte of a name (any but `/`).
 fn name_steps(state: &State) -> Vec<StateID> {
     let takes = |start: u8, end: u8| start <= end && !(start == b'/' && end == b'/');
@@ -285,6 +379,65 @@ mod tests {
             let reach = Reach::new(everywhere, 1 << 20);
             assert!(reach.leads_below("z/z/z"), "{everywhere:?}");
         }
+    }
+
+    /// A directory's adopted children adopt their own as many levels down as a path below
+    /// could match: never fewer than the deepest matching path of up to three components
+    /// below it, and for these patterns the levels they name.
+    ///
+    /// Oracle: the `regex` crate's own matching (`Regex::is_match`, as `--cgroups` matches).
+    #[test]
+    fn descendants_are_adopted_as_deep_as_a_path_below_could_match() {
+        let all = paths(&["s", ".", "x", "k", "s.s", "xk", "sx"], 3);
+        let patterns = [
+            "^s[.]s/[^/]*x$",
+            "^[^/]+$",
+            "^k(/|$)",
+            "^(s|x)/k",
+            "^s$",
+            "^",
+            "^x*k",
+            "^s.s/",
+            "^k/[^/]+/[^/]+$",
+            r"^system\.slice/[^/]*slurmstepd\.scope/job_",
+        ];
+        for pattern in patterns {
+            let reach = Reach::new(&[pattern], 1 << 20);
+            let regex = regex::Regex::new(pattern).unwrap();
+            for dir in all.iter().filter(|p| p.matches('/').count() < 2) {
+                let deepest = all
+                    .iter()
+                    .filter(|p| !p.is_empty())
+                    .filter(|p| match dir.is_empty() {
+                        true => regex.is_match(p),
+                        false => regex.is_match(&format!("{dir}/{p}")),
+                    })
+                    .map(|p| p.matches('/').count() + 1)
+                    .max()
+                    .unwrap_or(0);
+                let levels = reach.levels_below(dir);
+                assert!(
+                    usize::from(levels) >= deepest,
+                    "{pattern} below {dir:?}: {levels} levels, a path {deepest} down matches"
+                );
+            }
+        }
+        let levels = |pattern: &str, dir: &str| Reach::new(&[pattern], 1 << 20).levels_below(dir);
+        let slurm = r"^system\.slice/[^/]*slurmstepd\.scope/job_";
+        assert_eq!(
+            levels(slurm, "system.slice/vm_slurmstepd.scope"),
+            EVERY_LEVEL
+        );
+        assert_eq!(
+            levels(slurm, "system.slice/vm_slurmstepd.scope/job_1"),
+            EVERY_LEVEL
+        );
+        assert_eq!(levels(slurm, "user.slice"), 0);
+        assert_eq!(levels("^k/[^/]+/[^/]+$", "k"), 2);
+        assert_eq!(levels("^k/[^/]+/[^/]+$", "k/a"), 1);
+        assert_eq!(levels("^top/followed$", "top"), 1);
+        assert_eq!(levels("^s/([^/]+/)*x$", "s"), EVERY_LEVEL);
+        assert_eq!(levels("job_", ""), 0);
     }
 
     /// A directory adopts its new children where a child could match, checked against every
