@@ -181,8 +181,9 @@ fn job_faults(body: &str, job: &str, step: &str, task: &str) -> Option<f64> {
 /// mode counts each of a job's cgroups from its first context switch (slurmstepd's scope
 /// adopts its children, and they theirs, every level down); the
 /// perf-event mode (as `perf stat -G`) counts only from its events' open, so it misses a
-/// task's first milliseconds: here 14,612 of a task's 20,078 page faults. It is held to count
-/// no more than the BPF mode, and something.
+/// task's first milliseconds: here 14,612 of a task's 20,078 page faults, and under load all
+/// of a task that starts at once. It is held to count no more than the BPF mode, and something
+/// where the task rests 0.5 s first.
 ///
 /// Oracle: Slurm 22.05 (Debian 12's slurm-wlm) making the cgroups
 /// (`system.slice/<node>_slurmstepd.scope/job_N/step_0/user/task_T`) and placing the tasks;
@@ -252,8 +253,11 @@ fn jobs_made_by_slurmd_are_labelled_and_counted_whole() {
                 bpf_count >= 0.99 * own && bpf_count < own * 1.1,
                 "job {job} task {task}: the BPF mode counted {bpf_count}, its work {own}"
             );
+            // A task that starts at once can end before the perf-event mode's look opens its
+            // events (0 counted, in CI under load); one that rests first cannot.
+            let rested = seconds != "0";
             assert!(
-                perf_events_count > 0.0 && perf_events_count <= bpf_count * 1.01,
+                (perf_events_count > 0.0 || !rested) && perf_events_count <= bpf_count * 1.01,
                 "job {job} task {task}: the perf-event mode counted {perf_events_count}, the \
                  BPF mode {bpf_count}"
             );
