@@ -201,7 +201,8 @@ pub fn resolve(roots: &[PathBuf], name: &str, mount: bool) -> Result<Option<Perf
     let TracefsState::Mounted(tracefs) = TracefsState::find(roots) else {
         return Ok(None);
     };
-    let id_path = tracefs.id_path(parts.system, parts.event);
+    // Named only where something is wrong with it (a `list` resolves thousands).
+    let id_path = || tracefs.id_path(parts.system, parts.event);
     let text = match tracefs.tracepoint_id(parts.system, parts.event) {
         Ok(text) => text,
         // Only a file this user may not read is a tracepoint withheld; a name no file has
@@ -210,7 +211,7 @@ pub fn resolve(roots: &[PathBuf], name: &str, mount: bool) -> Result<Option<Perf
         Err(e) => {
             return Err(Error::new(
                 ErrorKind::PermissionDenied,
-                format!("{name}: cannot read {}: {e}", id_path.display()),
+                format!("{name}: cannot read {}: {e}", id_path().display()),
             )
             .with_hint(
                 "tracepoint ids are readable by root (or with tracefs permissions relaxed)",
@@ -220,7 +221,7 @@ pub fn resolve(roots: &[PathBuf], name: &str, mount: bool) -> Result<Option<Perf
     let id: u64 = text.trim().parse().map_err(|_| {
         Error::invalid_event(format!(
             "{name}: malformed tracepoint id in {}",
-            id_path.display()
+            id_path().display()
         ))
     })?;
     let mut encoding = PerfAttr::new(TYPE_TRACEPOINT, id);
