@@ -24,6 +24,8 @@
 //!   each adds to a context switch ([`cgroups`]).
 //! - `pods` (run only when named): a node of 300 best-effort pods, this build beside the
 //!   builds in `COUNTERHAL_SERVE_OTHERS` ([`pods`]).
+//! - `nodes` (run only when named): the same node counted on 1, 2, 4, ... of the CPUs, and
+//!   the line through those points taken to a 192-CPU node ([`pods::nodes`]).
 //!
 //! Beside the CPU time, each scrape's latency as the scraper sees it (from the request sent
 //! to the whole answer read, a connection's set-up included for counterhal): the 99th
@@ -46,7 +48,7 @@
 //! (`/proc/PID/schedstat` is one thread's, so it would miss the connection threads.)
 //! Resident memory is `VmRSS` and `VmHWM` (the peak) from `/proc/PID/status`.
 //!
-//! Run: `cargo bench -p counterhal-cli --bench serve_cost [-- costs|busy|flat|cgroups|pods]` as root (counting
+//! Run: `cargo bench -p counterhal-cli --bench serve_cost [-- costs|busy|flat|cgroups|pods|nodes]` as root (counting
 //! whole CPUs with perf_event_paranoid 2, and making cgroups), with Debian's
 //! `prometheus-node-exporter` (or `COUNTERHAL_NODE_EXPORTER=PATH`) for `costs` and `busy`.
 //! Every cgroup it makes is removed at the end, after a failure too; one left by a run that was killed is
@@ -127,6 +129,10 @@ fn main() {
     if sections.iter().any(|s| s == "pods") {
         #[cfg(target_os = "linux")]
         pods::pods(&accounting);
+    }
+    if sections.iter().any(|s| s == "nodes") {
+        #[cfg(target_os = "linux")]
+        pods::nodes(&accounting);
     }
     if sections.iter().any(|s| s == "cgroups") {
         #[cfg(target_os = "linux")]
@@ -334,7 +340,7 @@ fn compare(
                 .collect();
             let (low, high) = range(&ratios);
             let target = target.map_or_else(
-                || "no target: the baseline counts fewer places".to_string(),
+                || "no target: the two count different places".to_string(),
                 |t| format!("target < {t}"),
             );
             println!(
@@ -345,7 +351,7 @@ fn compare(
             println!();
         }
     }
-    latency(exporters, ours, &mut latencies);
+    latency(exporters, ours, target.is_some(), &mut latencies);
     for (at, exporter) in exporters.iter().enumerate() {
         let r = |mine: u64, base: u64| {
             if at < ours {
@@ -371,8 +377,9 @@ fn compare(
 }
 
 /// Prints each exporter's 99th percentile and worst of the scrape latencies measured, with
-/// the ratios of the first `ours` to the last exporter's (the baseline).
-fn latency(exporters: &[&Exporter], ours: usize, latencies: &mut [Vec<f64>]) {
+/// the ratios of the first `ours` to the last exporter's (the baseline), and their target
+/// (below the baseline's) where `targeted`.
+fn latency(exporters: &[&Exporter], ours: usize, targeted: bool, latencies: &mut [Vec<f64>]) {
     let figures: Vec<(f64, f64)> = latencies
         .iter_mut()
         .map(|seen| {
@@ -393,9 +400,10 @@ fn latency(exporters: &[&Exporter], ours: usize, latencies: &mut [Vec<f64>]) {
         );
         if at < ours {
             println!(
-                ": ratios {:.3} and {:.3} (target < 1)",
+                ": ratios {:.3} and {:.3}{}",
                 p99 / base_p99,
-                worst / base_worst
+                worst / base_worst,
+                if targeted { " (target < 1)" } else { "" }
             );
         } else {
             println!();
