@@ -159,10 +159,7 @@ impl PerfStat {
 
     /// Interrupts perf; each (event, cgroup) it printed, with its value.
     fn stop(mut self) -> Vec<(String, String, f64)> {
-        Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .ok();
+        counterhal_conformance::fixtures::send_signal(self.child.id() as i32, "-INT").ok();
         self.child.wait().ok();
         let text = std::fs::read_to_string(&self.output).unwrap_or_default();
         std::fs::remove_file(&self.output).ok();

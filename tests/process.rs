@@ -192,9 +192,7 @@ fn a_process_is_all_its_threads_and_a_thread_is_one() {
             "perf is not installed (apt-get install linux-perf): {whole} not compared with it"
         );
     };
-    let _ = Command::new("kill")
-        .args(["-INT", &perf.id().to_string()])
-        .status();
+    let _ = counterhal_conformance::fixtures::send_signal(perf.id() as i32, "-INT");
     let output = perf.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&output.stderr);
     let counted: u64 = text

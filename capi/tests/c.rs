@@ -711,10 +711,7 @@ fn hostile_case(case: &str, under: Under, env: &[(&str, &str)]) -> CaseRun {
         .process_group(0);
     let mut child = command.spawn().expect("the hostile program runs");
     let kill_group = |pid: u32| {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stderr(std::process::Stdio::null())
-            .status();
+        let _ = counterhal_conformance::fixtures::send_signal(-(pid as i32), "-KILL");
     };
     let limit = std::time::Duration::from_secs(match under {
         Under::Valgrind => 300,

@@ -437,11 +437,7 @@ fn without_a_command_counting_lasts_until_a_signal() {
             .expect("counterhal");
         // Signalled once it counts: its timer (a child sleeping) has started.
         wait_for_a_child_of(child.id());
-        let sent = Command::new("kill")
-            .args([signal, &child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(sent.success());
+        counterhal_conformance::fixtures::send_signal(child.id() as i32, signal).expect("kill");
         let start = Instant::now();
         let out = child.wait_with_output().expect("wait");
         assert!(

@@ -87,11 +87,11 @@ fn start_measured_sleeper(options: &[String]) -> Child {
 }
 
 fn send(signal: &str, to: &str) {
-    let sent = Command::new("kill")
-        .args([signal, "--", to])
-        .status()
-        .expect("kill");
-    assert!(sent.success(), "kill {signal} {to}");
+    let pid: i32 = to
+        .parse()
+        .unwrap_or_else(|_| panic!("kill {signal}: `{to}` is no process"));
+    counterhal_conformance::fixtures::send_signal(pid, signal)
+        .unwrap_or_else(|e| panic!("kill {signal} {to}: {e}"));
 }
 
 /// The task-clock count in `stat -x,` output, which must be there.
@@ -485,8 +485,7 @@ fn stat_in_time(args: &[String]) -> (std::process::ExitStatus, String) {
     let start = Instant::now();
     while child.try_wait().expect("try_wait").is_none() {
         if start.elapsed() > Duration::from_secs(20) {
-            let group = format!("-{}", child.id());
-            let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+            let _ = counterhal_conformance::fixtures::send_signal(-(child.id() as i32), "-KILL");
             child.wait().ok();
             panic!("stat {args:?} still ran after 20 s (the counted processes had ended)");
         }

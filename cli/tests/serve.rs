@@ -56,11 +56,8 @@ impl Exporter {
     /// Sends it `signal` (as `kill` names it: `-TERM`) and waits at most `within` for it to
     /// end; whether it ended.
     pub fn end(&mut self, signal: &str, within: Duration) -> bool {
-        let sent = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(sent.success(), "kill {signal}");
+        counterhal_conformance::fixtures::send_signal(self.child.id() as i32, signal)
+            .unwrap_or_else(|e| panic!("kill {signal}: {e}"));
         let waited = Instant::now();
         while waited.elapsed() < within {
             if self.child.try_wait().ok().flatten().is_some() {

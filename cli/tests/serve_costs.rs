@@ -131,10 +131,8 @@ fn traced(exporter: &Exporter, scrapes: usize, calls: &str) -> String {
     for _ in 0..scrapes {
         scrape(exporter);
     }
-    Command::new("kill")
-        .args(["-INT", &strace.id().to_string()])
-        .status()
-        .expect("kill");
+    counterhal_conformance::fixtures::send_signal(strace.id() as i32, "-INT")
+        .expect("kill -INT strace");
     strace.wait().expect("strace ends");
     let text = std::fs::read_to_string(&log).expect("strace's log");
     std::fs::remove_file(&log).ok();

@@ -299,11 +299,8 @@ fn every_line_serve_writes_is_logfmt() {
     // A configuration that does not read, then SIGHUP: an error, and serving on.
     std::fs::write(&web, "basic_auth_users:\n  prometheus: \"not a hash\"\n").unwrap();
     let signal = |name: &str| {
-        let sent = Command::new("kill")
-            .args([name, &served.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success(), "kill {name}");
+        counterhal_conformance::fixtures::send_signal(served.child.id() as i32, name)
+            .unwrap_or_else(|e| panic!("kill {name}: {e}"));
     };
     signal("-HUP");
     let waited = Instant::now();

@@ -315,11 +315,8 @@ fn a_burst_of_forty_scrapes_gets_forty_answers_and_the_counters_agree() {
 
 /// Sends `signal` (as `kill` names it: `-HUP`) to process `pid`.
 fn signal(pid: u32, signal: &str) {
-    let sent = Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success(), "kill {signal} {pid}");
+    counterhal_conformance::fixtures::send_signal(pid as i32, signal)
+        .unwrap_or_else(|e| panic!("kill {signal} {pid}: {e}"));
 }
 
 /// `child`'s exit status within `within`, if it exits (`None`: still running).

@@ -9,9 +9,14 @@ use std::process::{Child, Command};
 mod kernel_tree;
 pub mod perf_tree;
 pub mod prometheus;
+#[cfg(unix)]
+#[allow(unsafe_code)] // kill(2), the fixtures' one system call (`sys::send_signal`)
+mod sys;
 mod tracefs;
 
 pub use kernel_tree::{KERNEL_TARBALL, kernel_source};
+#[cfg(unix)]
+pub use sys::send_signal;
 pub use tracefs::{TRACEFS_ROOTS, tracefs_mounted, tracefs_mounted_anywhere, without_tracefs};
 
 /// Removes, when this process exits, what its tests left in the temporary directory: each

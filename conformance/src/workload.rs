@@ -2,14 +2,14 @@
 //! them (PAPI's validation style).
 //!
 //! # Safety
-//! This is the crate's only module allowed `unsafe` code. The loops are defined with
-//! `global_asm!` and declared `safe` in an `unsafe extern` block. The declaration is sound
-//! because each routine follows its architecture's C calling convention (System V on x86-64,
+//! This and `fixtures::sys` (kill(2)) are the crate's modules allowed `unsafe` code. The loops are
+//! defined with `global_asm!` and declared `safe` in an `unsafe extern` block. The declaration is
+//! sound because each routine follows its architecture's C calling convention (System V on x86-64,
 //! AAPCS64 on aarch64), reads only its integer argument, touches only caller-saved registers
 //! (`rdi`, `rax` and flags on x86-64; `x0` to `x2` and the condition flags on aarch64) and no
 //! memory, and returns. On Linux, [`refuse_huge_pages`] makes two C calls (`prctl`, `sysconf`)
-//! whose arguments are integers only: no pointer reaches the kernel or libc; [`FreshPages`]
-//! maps a new private anonymous mapping, writes only inside it, and unmaps it once, on drop.
+//! whose arguments are integers only: no pointer reaches the kernel or libc; [`FreshPages`] maps a
+//! new private anonymous mapping, writes only inside it, and unmaps it once, on drop.
 
 /// Instructions retired per iteration of [`retire_instructions`]' loop (`dec`, `jnz` on
 /// x86-64; `subs`, `b.ne` on aarch64).

@@ -3,7 +3,6 @@
 //! dispositions it found.
 
 use std::ffi::OsString;
-use std::process::Command;
 
 use counterhal_process::{ForwardSignals, WaitingChild};
 
@@ -71,11 +70,7 @@ fn signals_sent_to_this_process_reach_the_command_and_spare_this_process() {
         );
         child.release().unwrap();
         // kill(1) sends to this process alone: passed on, and this process lives on.
-        let sent = Command::new("kill")
-            .args([signal, &std::process::id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
+        counterhal_conformance::fixtures::send_signal(std::process::id() as i32, signal).unwrap();
         let exit = child.wait().unwrap();
         drop(forwarding);
         assert_eq!(

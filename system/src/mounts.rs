@@ -119,7 +119,6 @@ fn last_cgroup2(mounts: &[Mount]) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     /// A procfs tree holding `self/mountinfo` and `cgroups` of the test's own.
     fn procfs(name: &str, mountinfo: &str, cgroups: &str) -> PathBuf {
@@ -191,7 +190,11 @@ mod tests {
     fn this_machine_mounts_its_root() {
         let host = System::host();
         let mounts = host.mounts().expect("Linux lists its mounts");
-        assert!(mounts.iter().any(|m| m.mount_point == Path::new("/")));
+        assert!(
+            mounts
+                .iter()
+                .any(|m| m.mount_point == std::path::Path::new("/"))
+        );
         if let Some(unified) = host.cgroup2_mount() {
             assert!(unified.join("cgroup.controllers").is_file(), "{unified:?}");
         }

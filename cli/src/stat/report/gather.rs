@@ -158,19 +158,17 @@ pub fn runs(
     }
 }
 
-#[cfg(test)]
+/// Its test reads a machine's PMU tree as the Linux backend does.
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
-    #[cfg(target_os = "linux")]
     use crate::stat::measure::results::{CommandEnd, Place};
-    #[cfg(target_os = "linux")]
     use crate::stat::plan::boxes::tests::{machine, names};
 
     /// The boxes' readings add up into their line (times added up, as perf's merged line's
     /// run time is the boxes'), or stay apart with `--no-merge`; a place where a box was not
     /// opened adds nothing.
     #[test]
-    #[cfg(target_os = "linux")]
     fn boxes_add_up_into_one_line_unless_not_merged() {
         let spr = machine("spr-2s");
         let given = names(&["uncore_imc/cas_count_write/", "page-faults"]);
