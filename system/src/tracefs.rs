@@ -154,8 +154,8 @@ impl Tracefs {
         }
         let not_regular = || io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
         // One path's bytes, each part appended (joins would copy the path for each part, for
-        // each of the thousands of tracepoints a `list` resolves): both directories looked at
-        // without following a link, then the `id` opened without following one.
+        // each of the thousands of tracepoints a `list` resolves): both directories and the
+        // `id` looked at without following a link, then the `id` opened without following one.
         let root = self.root.as_os_str().as_bytes();
         let mut path = Vec::with_capacity(root.len() + subsystem.len() + event.len() + 12);
         path.extend_from_slice(root);
@@ -173,6 +173,10 @@ impl Tracefs {
         }
         path.extend_from_slice(b"/id");
         let path = OsStr::from_bytes(&path);
+        // Looked at before it is opened: a FIFO is never opened, even without blocking.
+        if !fs::symlink_metadata(path)?.is_file() {
+            return Err(not_regular());
+        }
         let mut options = fs::OpenOptions::new();
         options.read(true);
         {
