@@ -23,9 +23,20 @@ type Open = (u64, u64);
 /// perf 7.2's `stat ARGS -a true` under `tree`'s PMUs for `cpuid`, with the shim: its exit
 /// status, standard output and standard error.
 fn perf(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (bool, String, String) {
+    perf_over(tree, cpuid, shim, args, &["true"])
+}
+
+/// perf 7.2's `stat ARGS -a WORKLOAD` under `tree`'s PMUs for `cpuid`, with the shim.
+fn perf_over(
+    tree: &Path,
+    cpuid: &str,
+    shim: &Path,
+    args: &[&str],
+    workload: &[&str],
+) -> (bool, String, String) {
     let devices = tree.join("bus/event_source/devices");
     let mut perf = perf_7_2_under(&devices, cpuid, Some(shim)).unwrap();
-    let output = output_under(perf.arg("stat").args(args).args(["-a", "true"]));
+    let output = output_under(perf.arg("stat").args(args).arg("-a").args(workload));
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (
         output.status.success(),
@@ -37,13 +48,25 @@ fn perf(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (bool, String, 
 /// counterhal's `stat ARGS -a --timeout 10` over `tree` for `cpuid`, with the shim: its exit
 /// status, standard output and standard error.
 fn ours(tree: &Path, cpuid: &str, shim: &Path, args: &[&str]) -> (bool, String, String) {
+    ours_over(tree, cpuid, shim, args, &["--timeout", "10"])
+}
+
+/// counterhal's `stat ARGS -a WORKLOAD` over `tree` for `cpuid`, with the shim.
+fn ours_over(
+    tree: &Path,
+    cpuid: &str,
+    shim: &Path,
+    args: &[&str],
+    workload: &[&str],
+) -> (bool, String, String) {
     let output = Command::new(bin())
         .arg("stat")
         .arg("--sysfs")
         .arg(tree)
         .args(["--cpu-model", cpuid])
         .args(args)
-        .args(["-a", "--timeout", "10"])
+        .arg("-a")
+        .args(workload)
         .env_remove("COUNTERHAL_EVENTS")
         .env("LD_PRELOAD", shim)
         .output()
@@ -348,9 +371,15 @@ fn both_kinds_as_perf_does(tree: &Path, cpuid: &str, shim: &Path, args: &[&str],
     let pmus = |opens: &BTreeSet<Open>| opens.iter().map(|o| o.0).collect::<BTreeSet<_>>();
     assert_eq!(pmus(&their_opens), BTreeSet::from([4, 10]), "{theirs}");
     assert_eq!(my_opens, their_opens, "{cpuid} {args:?}: ours, perf 7.2's");
-    // The table, without -vv's lines among it.
-    let (_, _, theirs) = perf(tree, cpuid, shim, args);
-    let (_, _, mine) = ours(tree, cpuid, shim, args);
+    // The table, without -vv's lines among it. Every event counts CPU 0's clock from its own
+    // enable to its own disable, so a number is its formula of nearly equal counts, and a
+    // formula of differences moves with the skew between them (2026-11-28, on a busy 2-CPU CI
+    // machine: perf's `-a true`, about a millisecond, gave Alder Lake's tma_fetch_latency
+    // -73.5 beside counterhal's -75.0 over 10 ms). Both count over the same half second, so
+    // that a skew of milliseconds moves a number by a fraction of a point.
+    let half_second = ["sleep", "0.5"];
+    let (_, _, theirs) = perf_over(tree, cpuid, shim, args, &half_second);
+    let (_, _, mine) = ours_over(tree, cpuid, shim, args, &half_second);
     let (their_columns, my_columns) = (columns(&theirs), columns(&mine));
     assert!(their_columns.len() >= 8, "{theirs}");
     let names = |c: &[(String, f64)]| c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
