@@ -431,6 +431,86 @@ fn the_map_holds_the_followed_cgroups_alone() {
     bpf.follow(&second.levels[0]).expect("room again");
 }
 
+/// Events counted as one group (`CgroupCounterOptions::groups`) count what they count alone,
+/// in both modes: the BPF mode's group members read by the program on each CPU, the
+/// perf-event mode's group read in one `read(2)`, whose members share its times.
+///
+/// Oracle: the kernel's per-cgroup perf events counting the same events alone (page faults
+/// exactly), and its group read (`PERF_FORMAT_GROUP`: one time enabled and running for the
+/// group, kernel/events/core.c `perf_read_group`).
+#[test]
+fn grouped_events_count_as_alone_in_both_modes() {
+    let _alone = bpf_alone();
+    let Ok(chosen) = open_default() else {
+        skip!(Need::System, "no backend is usable here");
+    };
+    if chosen.name() != "linux" || !running_as_root() {
+        skip!(
+            Need::Privilege,
+            "BPF and whole-CPU counting take root on Linux"
+        );
+    }
+    let Ok(unified) = counterhal::cgroups::unified_root() else {
+        skip!(Need::System, "no cgroup2 file system is mounted");
+    };
+    let Some(top) = TestCgroup::new(&unified, "bpf-grouped") else {
+        skip!(
+            Need::Privilege,
+            "cannot make a cgroup under {}",
+            unified.display()
+        );
+    };
+    let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+    let grouped = |mode| {
+        let mut options = CgroupCounterOptions::new(mode, Some(unified.clone()));
+        options.groups = vec![vec![1, 0]];
+        chosen.cgroup_counter_with(&EVENTS, &cpus, options)
+    };
+    let mut bpf = match grouped(CgroupModeChoice::Bpf) {
+        Ok(counter) => counter,
+        Err(e) if e.kind() == ErrorKind::Unsupported => {
+            skip!(Need::System, "this kernel has no BPF mode: {e}")
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let mut perf_group = grouped(CgroupModeChoice::PerfEvents).expect("a group of perf events");
+    let mut alone = counter(&chosen, CgroupModeChoice::PerfEvents).expect("perf events");
+    for counter in [&mut bpf, &mut perf_group, &mut alone] {
+        counter.follow(&top.path).expect("follow");
+    }
+    run_in(&top.path);
+    for counter in [&mut bpf, &mut perf_group, &mut alone] {
+        counter.read().expect("read");
+    }
+    let (faults, clock) = of(&alone, &top.path);
+    assert!(
+        faults > 0 && clock > 0,
+        "the cgroup's work: {faults} {clock}"
+    );
+    for (mode, counter) in [("bpf", &bpf), ("perf events", &perf_group)] {
+        let (grouped_faults, grouped_clock) = of(counter, &top.path);
+        assert_eq!(grouped_faults, faults, "{mode}: page-faults grouped, alone");
+        assert!(
+            within_2_percent(grouped_clock as f64, clock as f64),
+            "{mode}: task-clock grouped {grouped_clock} ns, alone {clock} ns"
+        );
+    }
+    let counts = perf_group.counts(&top.path).expect("followed");
+    for row in &counts.per_cpu {
+        let times = |r: &counterhal::Reading| (r.time_enabled, r.time_running);
+        assert_eq!(times(&row[0]), times(&row[1]), "one group's times: {row:?}");
+    }
+    // A group naming an event the counter lacks is refused, naming it.
+    let mut options = CgroupCounterOptions::new(CgroupModeChoice::PerfEvents, None);
+    options.groups = vec![vec![0, 2]];
+    let refused = chosen
+        .cgroup_counter_with(&EVENTS, &cpus, options)
+        .err()
+        .expect("a group past the events is refused");
+    assert_eq!(refused.kind(), ErrorKind::InvalidInput, "{refused}");
+    assert!(refused.message().contains("event 2 of 2"), "{refused}");
+}
+
 /// Held by each test here: one at a time. The kernel skips a perf event's BPF program on a
 /// CPU where another BPF program or a map call from user space holds `bpf_prog_active`
 /// (kernel/events/core.c `bpf_overflow_handler`), so the BPF modes of two tests side by side

@@ -333,9 +333,10 @@ impl LinuxBackend {
         })
     }
 
-    /// `request` opened alone on `cpu`, counting every task there (as on `BackendTarget::Cpu`),
-    /// not inherited, disabled: a counter a BPF program reads (per-cgroup counting's BPF
-    /// mode).
+    /// `request` opened on `cpu`, counting every task there (as on `BackendTarget::Cpu`), not
+    /// inherited: a counter a BPF program reads (per-cgroup counting's BPF mode). Alone or as
+    /// a group's leader (`leader` `None`) it opens disabled; as a member of `leader`'s group it
+    /// follows its leader.
     ///
     /// # Errors
     /// As [`Backend::open`].
@@ -344,13 +345,14 @@ impl LinuxBackend {
         &self,
         request: &EventRequest,
         cpu: u32,
+        leader: Option<BorrowedFd<'_>>,
     ) -> Result<std::os::fd::OwnedFd> {
         let encoding = perf_encoding(request, self.raw_format.as_deref())?;
         let place = Placement {
             format: ReadFormat::Single,
             ..self.placement(&BackendTarget::Cpu(cpu), &OpenOptions::default())?
         };
-        self.open_one(request, &encoding, None, &place, None)
+        self.open_one(request, &encoding, leader, &place, None)
             .map(|(fd, _)| fd)
     }
 

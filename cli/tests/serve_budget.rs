@@ -1,8 +1,9 @@
 //! The series `counterhal serve` spends on a node: a pod counting 8 software events is 8
 //! series, their times enabled and running (equal for events that never multiplex) exported
-//! only with `--times always`.
+//! only with `--times always`; the shipped DaemonSet's 8 events, 6 of them hardware counted
+//! as one group, are 10.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
@@ -87,7 +88,7 @@ fn uid(n: usize) -> String {
 }
 
 /// The series of each family (`counterhal_event_total`...) of each pod in the scrape `text`,
-/// by pod UID, then by event: each one's value.
+/// by pod UID, then by event (the group, for the times): each one's value.
 type ByPod = BTreeMap<String, BTreeMap<(String, String), f64>>;
 
 fn by_pod(text: &str) -> ByPod {
@@ -106,7 +107,10 @@ fn by_pod(text: &str) -> ByPod {
         let Some(pod) = label("pod_uid") else {
             continue;
         };
-        let event = label("event").expect("an event label");
+        // A count names its event; times name their group (here each event's own).
+        let event = label("event")
+            .or_else(|| label("group"))
+            .expect("an event or group label");
         pods.entry(pod)
             .or_default()
             .insert((name.to_string(), event), value.parse().expect("a number"));
@@ -200,4 +204,127 @@ fn three_hundred_pods_of_software_events_are_eight_series_each() {
         full.len(),
         full.lines().filter(|l| !l.starts_with('#')).count(),
     );
+}
+
+/// The shipped DaemonSet's `-M` list (examples/kubernetes/daemonset.yaml: IPC, CPI,
+/// CPUs_utilized, page_faults_per_second, branch_miss_rate, cache_miss_rate) on a node whose
+/// core PMU has the six hardware events it reads, in both cgroup modes: each pod is 10
+/// series, the 8 counts and one pair of times for the group of the six hardware events
+/// (leader `instructions`, the first the metrics read), where each event's own pair made it
+/// 20. Each hardware count and the times name the group; the software counts name none.
+/// Where the PMU refuses the group (as x86's `validate_group` refuses one its counters cannot
+/// hold), the events count alone, each its own group: 20 series a pod, as before groups.
+///
+/// Oracle: Linux 6.12's Zen 4 PMU tree (backend-linux/tests/data/machines/zen4, six
+/// general-purpose counters and the generic events' aliases) mounted over
+/// /sys/bus/event_source/devices in a private mount namespace, each event opened as the
+/// kernel's cpu-clock by the perf_tree fixture's preload (as the stat tests under other
+/// machines' trees run), so that the group opens and counts as on that machine (or, with
+/// the preload's COUNTERHAL_SHIM_NO_GROUPS, is refused with EINVAL); the kubelet's
+/// systemd-driver pod cgroups (as the 300 pods above).
+#[test]
+fn the_daemonsets_metrics_on_six_hardware_events_are_ten_series_a_pod() {
+    serve_or_skip!();
+    if let Some((need, why)) = counterhal_conformance::fixtures::perf_tree::unready() {
+        skip!(need, "{why}");
+    }
+    let Some((container, _)) = crate::serve_examples::daemonset() else {
+        skip!(
+            Need::Tools,
+            "PyYAML reads the DaemonSet (apt-get install python3-yaml)"
+        );
+    };
+    let command = crate::serve_examples::command_of(&container);
+    let metrics = crate::serve_examples::after(&command, "-M").expect("the DaemonSet's -M");
+    let mount = match counterhal::cgroups::root() {
+        Ok(root) => root,
+        Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
+    };
+    let shim = counterhal_conformance::fixtures::perf_tree::build_shim("serve-series").unwrap();
+    let devices = crate::sysfs_root::machines().join("zen4/bus/event_source/devices");
+    let root = format!("counterhal_test_{}_groups", std::process::id());
+    let pods = 3;
+    let _pods = Pods::make(&mount, &root, pods);
+    let pattern = format!("^{root}[.]slice/.*-pod[^/]*[.]slice$");
+    let kubelet = format!("/{root}");
+    let script = r#"mount --bind "$1" /sys/bus/event_source/devices || exit 97
+        shift
+        export LD_PRELOAD="$COUNTERHAL_SHIM"
+        exec "$@""#;
+    let hardware = [
+        "instructions",
+        "cycles",
+        "branch-misses",
+        "branches",
+        "cache-misses",
+        "cache-references",
+    ];
+    for (mode, grouped) in [("perf-events", true), ("bpf", true), ("perf-events", false)] {
+        let mut serve = Command::new("unshare");
+        serve
+            .args(["-m", "--propagation", "private", "sh", "-c", script, "sh"])
+            .arg(&devices)
+            .arg(bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "-M", metrics])
+            .args(["--cgroups", &pattern, "--max-cgroups", "8"])
+            .args(["--kubelet-cgroup-root", &kubelet, "--cgroup-mode", mode])
+            .env("COUNTERHAL_SHIM", &shim);
+        if !grouped {
+            serve.env("COUNTERHAL_SHIM_NO_GROUPS", "1");
+        }
+        let exporter = Exporter::spawn(serve);
+        assert_eq!(get(exporter.address, "/metrics", None).0, Some(200));
+        let (status, text) = get(exporter.address, "/metrics", None);
+        assert_eq!(status, Some(200), "{text}");
+        let by_pod = by_pod(&text);
+        assert_eq!(by_pod.len(), pods, "{mode}: every pod followed: {text}");
+        // The group of each hardware event: the leader's, or its own where it counts alone.
+        let group_of = |event: &str| if grouped { "instructions" } else { event }.to_string();
+        let groups: BTreeSet<String> = hardware.iter().map(|e| group_of(e)).collect();
+        for (pod, series) in &by_pod {
+            let times: BTreeSet<(String, String)> = series
+                .keys()
+                .filter(|(family, _)| family.contains("abled") || family.contains("running"))
+                .cloned()
+                .collect();
+            let expected: BTreeSet<(String, String)> = groups
+                .iter()
+                .flat_map(|g| {
+                    ["enabled", "running"]
+                        .map(|t| (format!("counterhal_event_{t}_seconds_total"), g.clone()))
+                })
+                .collect();
+            assert_eq!(
+                times, expected,
+                "{mode} grouped {grouped} {pod}: {series:?}"
+            );
+            assert_eq!(series.len(), 8 + times.len(), "{mode} {pod}: {series:?}");
+        }
+        // The counts' group labels: the hardware events' their group's, none elsewhere.
+        for line in text
+            .lines()
+            .filter(|l| l.starts_with("counterhal_event_total{"))
+        {
+            if !line.contains(&format!("cgroup=\"/{root}.slice/")) {
+                continue;
+            }
+            let event = hardware
+                .iter()
+                .find(|e| line.contains(&format!("event=\"{e}\"")));
+            match event {
+                Some(e) => {
+                    let group = format!(",group=\"{}\"", group_of(e));
+                    assert!(line.contains(&group), "{mode} grouped {grouped}: {line}");
+                }
+                None => assert!(!line.contains(",group="), "{mode}: {line}"),
+            }
+        }
+        eprintln!(
+            "{mode}, grouped {grouped}: {} pods, {} series each; {} series in all",
+            by_pod.len(),
+            by_pod.values().next().map_or(0, BTreeMap::len),
+            text.lines().filter(|l| !l.starts_with('#')).count()
+        );
+    }
+    std::fs::remove_dir_all(shim.parent().unwrap()).ok();
 }

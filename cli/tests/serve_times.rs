@@ -6,11 +6,12 @@ use crate::serve::{Exporter, get};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-/// The values of `family` in the scrape `text` for the event `msr/tsc/`, by their labels.
+/// The values of `family` in the scrape `text` for the event `msr/tsc/` (its count) or its
+/// group (its times: it counts alone, its own group), by their labels.
 fn tsc(text: &str, family: &str) -> Vec<(String, f64)> {
     text.lines()
         .filter_map(|l| l.strip_prefix(family)?.strip_prefix('{'))
-        .filter(|l| l.starts_with("event=\"msr/tsc/\""))
+        .filter(|l| l.starts_with("event=\"msr/tsc/\"") || l.starts_with("group=\"msr/tsc/\""))
         .filter_map(|l| {
             let (labels, value) = l.rsplit_once("} ")?;
             Some((labels.to_string(), value.parse().ok()?))

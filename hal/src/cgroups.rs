@@ -84,6 +84,12 @@ pub struct CgroupCounterOptions {
     /// opens. Following one more is refused
     /// ([`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached)).
     pub capacity: u32,
+    /// The events counted as one group each (indices into the events, the leader first):
+    /// scheduled onto the PMU together, so that they share their times enabled and running,
+    /// as perf's `{a,b}` (on each CPU, and in the BPF mode the CPU's counters the program
+    /// reads). Every event in no group counts alone, time-shared with its own times (the
+    /// default: none).
+    pub groups: Vec<Vec<usize>>,
 }
 
 impl Default for CgroupCounterOptions {
@@ -92,6 +98,7 @@ impl Default for CgroupCounterOptions {
             mode: CgroupModeChoice::Auto,
             unified_root: None,
             capacity: 1024,
+            groups: Vec::new(),
         }
     }
 }

@@ -18,7 +18,7 @@ use counterhal_system::CpuTopology;
 
 use super::budget::{self, Budget};
 use super::discovery::Watch;
-use super::events::{Exported, Plan, Refused};
+use super::events::{Exported, Plan, Refused, groups_among};
 use super::health::Health;
 use super::per_cgroup::Cgroups;
 use crate::labels::kubelet_logs::KubeletLogs;
@@ -95,10 +95,34 @@ struct Departure {
 
 /// Where a place's readings come from.
 enum Source {
-    /// Its own set (a CPU, system-wide; boxed: the cgroups' places, most of them, are small).
-    Set(Box<EventSet<AnyGroup>>),
+    /// Its own sets (a CPU, system-wide; boxed: the cgroups' places, most of them, are
+    /// small).
+    Set(Box<Sets>),
     /// The cgroups' counter: the `followed`th cgroup it follows, on its `cpu`th CPU.
     Counter { followed: usize, cpu: usize },
+}
+
+/// A CPU's counters, system-wide: each group of the events ([`groups_among`]) a set of its
+/// own, then the events in no group, each counting alone, in one set.
+struct Sets {
+    /// Each set with its events' positions among the place's columns.
+    sets: Vec<(EventSet<AnyGroup>, Vec<usize>)>,
+    /// Room for one set's readings.
+    scratch: Vec<Reading>,
+}
+
+impl Sets {
+    /// Reads every set into `readings`, each event's at its column's position.
+    fn read(&mut self, readings: &mut [Reading]) -> Result<(), counterhal::Error> {
+        for (set, at) in &mut self.sets {
+            let read = &mut self.scratch[..at.len()];
+            set.read(read)?;
+            for (&at, reading) in at.iter().zip(read.iter()) {
+                readings[at] = *reading;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The least time a removed cgroup's last counts stay exported: beside the scrape that
@@ -112,6 +136,8 @@ pub struct Exporter {
     pub events: Vec<Exported>,
     /// The events that did not open, with why.
     pub refused: Vec<Refused>,
+    /// The groups that did not form, with why ([`Plan::ungrouped`]).
+    pub ungrouped: Vec<String>,
     /// The places, in order (system-wide first, then by cgroup), each by CPU.
     pub places: Vec<Place>,
     /// The cgroups followed.
@@ -176,6 +202,7 @@ impl Exporter {
             backend,
             events: plan.exported,
             refused: plan.refused,
+            ungrouped: plan.ungrouped,
             places: Vec::new(),
             watch,
             budget,
@@ -565,17 +592,35 @@ impl Exporter {
             .collect()
     }
 
-    /// The system-wide set of the events `columns` on `at`'s CPU.
+    /// The system-wide sets of the events `columns` on `at`'s CPU: each group, then the
+    /// events in none.
     fn open(&self, at: &Where, columns: Vec<usize>) -> Result<Place, counterhal::Error> {
         let target = BackendTarget::Cpu(at.cpu);
-        let events = columns
-            .iter()
-            .map(|&i| self.events[i].resolved.clone())
+        let groups = groups_among(&self.events, &columns);
+        let alone: Vec<usize> = (0..columns.len())
+            .filter(|at| !groups.iter().flatten().any(|member| member == at))
             .collect();
-        let mut options = OpenOptions::default();
-        options.grouped = false;
-        counterhal_hal::open_set(&self.backend, events, &target, &options).and_then(|mut set| {
+        let mut sets = Vec::new();
+        let parts = groups.into_iter().map(|g| (g, true));
+        for (positions, grouped) in parts.chain([(alone, false)]) {
+            if positions.is_empty() {
+                continue;
+            }
+            let events = positions
+                .iter()
+                .map(|&at| self.events[columns[at]].resolved.clone())
+                .collect();
+            let mut options = OpenOptions::default();
+            options.grouped = grouped;
+            let mut set = counterhal_hal::open_set(&self.backend, events, &target, &options)?;
             set.enable()?;
+            sets.push((set, positions));
+        }
+        let sets = Sets {
+            sets,
+            scratch: vec![Reading::default(); columns.len()],
+        };
+        {
             Ok(Place {
                 at: at.clone(),
                 readings: vec![Reading::default(); columns.len()],
@@ -586,9 +631,9 @@ impl Exporter {
                 departed: None,
                 job: None,
                 topology: CpuTopology::default(),
-                source: Source::Set(Box::new(set)),
+                source: Source::Set(Box::new(sets)),
             })
-        })
+        }
     }
 
     /// Follows the CPUs and cgroups, then reads every place into its readings (a place

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use counterhal::{Chosen, Encoding, Error, ErrorKind, OpenOptions, ResolvedEvent};
+use counterhal::{Chosen, Encoding, Error, ErrorKind, Group, OpenOptions, ResolvedEvent};
 use counterhal_hal::{BackendTarget, CpuList};
 use counterhal_system::{PerfAccess, PmuDevices, System};
 
@@ -63,6 +63,10 @@ pub struct Exported {
     pub may_multiplex: bool,
     /// What the backend opens.
     pub resolved: ResolvedEvent,
+    /// The leader of the group it counts in, where another event leads it (an index into the
+    /// plan's events): its times are the leader's, exported once for the group. `None` where
+    /// it leads a group or counts alone.
+    pub leader: Option<usize>,
 }
 
 /// An event that was asked for but does not open here, and why.
@@ -79,13 +83,18 @@ pub struct Refused {
     pub hint: Option<String>,
 }
 
-/// The events asked for: those exported, those refused.
+/// The events asked for: those exported, those refused, and the groups they count in.
 #[derive(Debug, Default)]
 pub struct Plan {
     /// The events that opened, in the order given.
     pub exported: Vec<Exported>,
     /// The events that did not open, in the order given.
     pub refused: Vec<Refused>,
+    /// The events counted as one group on every CPU and in every cgroup (indices into
+    /// `exported`, the leader first), as [`group`] finds them.
+    pub groups: Vec<Vec<usize>>,
+    /// The PMUs whose events count alone though they could be grouped, with why.
+    pub ungrouped: Vec<String>,
 }
 
 /// Resolves every name and tries each alone on its first CPU. A name in PMU syntax
@@ -142,11 +151,110 @@ pub fn plan(system: &System, backend: &Chosen, names: &[String]) -> Result<Plan,
                 factor,
                 cpus,
                 resolved,
+                leader: None,
             }),
             Err(e) => plan.refused.push(refused(name, &e)),
         }
     }
+    group(backend, &mut plan, online.first().unwrap_or(0));
     Ok(plan)
+}
+
+/// The groups among `columns` (indices into `events`), each as positions in `columns`, the
+/// leader first: an event that leads others, with those of them in `columns`.
+pub fn groups_among(events: &[Exported], columns: &[usize]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (at, &event) in columns.iter().enumerate() {
+        let Some(leader) = events[event].leader else {
+            continue;
+        };
+        let Some(leads) = columns.iter().position(|&c| c == leader) else {
+            continue;
+        };
+        match groups.iter_mut().find(|g| g[0] == leads) {
+            Some(group) => group.push(at),
+            None => groups.push(vec![leads, at]),
+        }
+    }
+    groups
+}
+
+/// How long a group tried on one CPU is given to go on the PMU: several of the kernel's
+/// turns (`perf_event_mux_interval_ms`, 4 ms unless set), in which a group that can go on
+/// at all has gone on.
+const GROUP_TRIAL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Groups each PMU's events that may be multiplexed and count on every CPU alone (one term),
+/// where it has two or more, in the order given (the first leads): a group is scheduled onto
+/// the PMU as one, so its events share their times enabled and running, which are exported
+/// once for it (a pod's series: its counts and two times, not two times an event). Each
+/// group is tried on `cpu` first, as perf's weak groups (`{...}:W`) are: where it does not
+/// open (more events than the PMU has counters: x86's `validate_group` refuses it) or opens
+/// but is not on the PMU after [`GROUP_TRIAL`] (counters taken by pinned events, such as the
+/// NMI watchdog's cycles), its events count alone, each time-shared with its own times, and
+/// [`Plan::ungrouped`] says why.
+fn group(backend: &Chosen, plan: &mut Plan, cpu: u32) {
+    let groupable =
+        |e: &Exported| e.may_multiplex && e.cpus.is_none() && e.resolved.terms.len() == 1;
+    let mut pmus: Vec<&str> = Vec::new();
+    for event in plan.exported.iter().filter(|e| groupable(e)) {
+        if !pmus.contains(&event.pmu.as_str()) {
+            pmus.push(&event.pmu);
+        }
+    }
+    let mut groups = Vec::new();
+    let mut ungrouped = Vec::new();
+    for pmu in pmus {
+        let members: Vec<usize> = (0..plan.exported.len())
+            .filter(|&i| groupable(&plan.exported[i]) && plan.exported[i].pmu == pmu)
+            .collect();
+        if members.len() < 2 {
+            continue;
+        }
+        let events = members
+            .iter()
+            .map(|&i| plan.exported[i].resolved.clone())
+            .collect();
+        let target = BackendTarget::Cpu(cpu);
+        let tried = counterhal_hal::open_set(backend, events, &target, &OpenOptions::grouped())
+            .and_then(|mut set| {
+                set.enable()?;
+                std::thread::sleep(GROUP_TRIAL);
+                let mut readings = vec![counterhal::Reading::default(); members.len()];
+                set.read(&mut readings)?;
+                Ok(readings[0])
+            });
+        let names = || {
+            let names: Vec<&str> = members
+                .iter()
+                .map(|&i| plan.exported[i].name.as_str())
+                .collect();
+            names.join(",")
+        };
+        match tried {
+            Ok(reading) if reading.time_running > 0 => groups.push(members),
+            Ok(reading) => ungrouped.push(format!(
+                "{{{}}} on {pmu}: the group was not on the PMU in its first {} ms on CPU {cpu} \
+                 (enabled {} ns, running 0: its counters are taken, the NMI watchdog's cycles \
+                 among them where kernel.nmi_watchdog is 1); its events count alone",
+                names(),
+                GROUP_TRIAL.as_millis(),
+                reading.time_enabled,
+            )),
+            Err(e) => ungrouped.push(format!(
+                "{{{}}} on {pmu}: the group does not open on CPU {cpu} ({e}); its events count \
+                 alone",
+                names()
+            )),
+        }
+    }
+    for members in &groups {
+        for &member in &members[1..] {
+            plan.exported[member].leader = Some(members[0]);
+        }
+    }
+    plan.groups = groups;
+    plan.ungrouped = ungrouped;
 }
 
 /// The PMU of `name` in PMU syntax (`pmu/terms/`), where `devices` has neither it nor any of

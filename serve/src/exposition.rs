@@ -16,7 +16,7 @@ use std::time::Instant;
 use counterhal::Reading;
 
 use super::counting::{Aggregate, Exporter, Place};
-use super::events::{Exported, Unit};
+use super::events::{Exported, TimesArg, Unit};
 use super::health::Health;
 use super::per_cgroup::Cgroups;
 use super::process::Process;
@@ -60,7 +60,8 @@ pub fn write(
 ) {
     out.clear();
     let events = &exporter.events;
-    let mut labels = Written::new(events);
+    let times = exporter.times;
+    let mut labels = Written::new(events, times);
     for (family, unit) in [
         (&EVENT, Unit::Count),
         (&EVENT_SECONDS, Unit::Seconds),
@@ -71,7 +72,7 @@ pub fn write(
             format,
             exporter,
             family,
-            &mut labels,
+            (&mut labels, Of::Event),
             |event, reading| {
                 (event.unit == unit).then(|| match unit {
                     Unit::Count => Number::Int(reading.value),
@@ -81,13 +82,24 @@ pub fn write(
             },
         );
     }
-    let times = exporter.times;
-    series(out, format, exporter, &ENABLED, &mut labels, |event, r| {
-        times.of(event).then(|| seconds(r.time_enabled))
-    });
-    series(out, format, exporter, &RUNNING, &mut labels, |event, r| {
-        times.of(event).then(|| seconds(r.time_running))
-    });
+    // A group's times once, the leader's (its members' are the same), labelled by the group.
+    let leads = |event: &Exported| times.of(event) && event.leader.is_none();
+    series(
+        out,
+        format,
+        exporter,
+        &ENABLED,
+        (&mut labels, Of::Group),
+        |event, r| leads(event).then(|| seconds(r.time_enabled)),
+    );
+    series(
+        out,
+        format,
+        exporter,
+        &RUNNING,
+        (&mut labels, Of::Group),
+        |event, r| leads(event).then(|| seconds(r.time_running)),
+    );
     if !events.is_empty() {
         write_health(out, format, exporter, health);
     }
@@ -118,7 +130,7 @@ fn series(
     format: Format,
     exporter: &Exporter,
     family: &Family,
-    written: &mut Written,
+    (written, of): (&mut Written, Of),
     value: impl Fn(&Exported, &Reading) -> Option<Number>,
 ) {
     // A family no event is in (no times asked for, no energy event) is not looked for.
@@ -127,7 +139,15 @@ fn series(
         return;
     }
     let mut headed = false;
-    let Written { events, cgroups } = written;
+    let Written {
+        events,
+        groups,
+        cgroups,
+    } = written;
+    let events = match of {
+        Of::Event => &*events,
+        Of::Group => &*groups,
+    };
     // A sample: the event's labels, those of `topology`, the cgroup's and the value.
     let mut sample =
         |out: &mut Vec<u8>, event: &[u8], topology: &[(&str, Label<'_>)], cgroup: &[u8], number| {
@@ -229,34 +249,62 @@ fn add(sum: Reading, one: Reading) -> Reading {
     )
 }
 
+/// Whose labels a family's samples carry: each event's, or (the times) each group's.
+#[derive(Clone, Copy)]
+enum Of {
+    Event,
+    Group,
+}
+
 /// The labels of the event families' samples, written once a scrape and copied into each
-/// sample, in this order: the event's (`event`, `pmu`), the place's topology
+/// sample, in this order: the event's (`event`, `pmu`, and `group` where its times are
+/// exported) or, for the times, its group's (`group`, `pmu`), the place's topology
 /// ([`topology_labels`], written at each sample), the cgroup's ([`cgroup_labels`]).
+///
+/// The `group` label is the name of the event leading the group an event counts in, its own
+/// where it counts alone: a count and the times that scale it share it, so that PromQL joins
+/// them `ignoring(event)`.
 struct Written {
     /// Each event's labels, by its column.
     events: Spans,
+    /// Each event's group's labels, by its column.
+    groups: Spans,
     /// Each cgroup's labels, in the order of the places (empty for a CPU's).
     cgroups: Spans,
 }
 
 impl Written {
-    /// The labels of `events`; the cgroups' are written as the first family meets them.
-    fn new(events: &[Exported]) -> Written {
-        // One allocation each (`,event="",pmu=""` is 16 bytes), whatever the events.
-        let room = events.iter().map(|e| e.name.len() + e.pmu.len() + 16).sum();
+    /// The labels of `events`, `times` saying whose times are exported; the cgroups' are
+    /// written as the first family meets them.
+    fn new(events: &[Exported], times: TimesArg) -> Written {
+        // One allocation each (`,event="",pmu="",group=""` is 25 bytes), whatever the events.
+        let room: usize = events
+            .iter()
+            .map(|e| 2 * e.name.len() + e.pmu.len() + 25)
+            .sum();
+        let spans = || Spans {
+            text: Vec::with_capacity(room),
+            ends: Vec::with_capacity(events.len()),
+        };
         let mut written = Written {
-            events: Spans {
-                text: Vec::with_capacity(room),
-                ends: Vec::with_capacity(events.len()),
-            },
+            events: spans(),
+            groups: spans(),
             cgroups: Spans::default(),
         };
-        for event in events {
+        for (column, event) in events.iter().enumerate() {
+            let leader = &events[event.leader.unwrap_or(column)].name;
+            let group = if times.of(event) { leader.as_str() } else { "" };
             let labels = [
                 ("event", Label::Text(&event.name)),
                 ("pmu", Label::Text(&event.pmu)),
+                ("group", Label::Text(group)),
             ];
             written.events.push(&labels);
+            let labels = [
+                ("group", Label::Text(group)),
+                ("pmu", Label::Text(&event.pmu)),
+            ];
+            written.groups.push(&labels);
         }
         written
     }
@@ -872,7 +920,8 @@ mod tests {
             exporter.follow_on(&"0-1".parse::<counterhal::CpuList>().unwrap(), &health);
             exporter.read_all(&health);
             assert!(exporter.places.iter().all(|p| p.read), "every CPU read");
-            // Each sample of the families written: its labels (without event and pmu) and value.
+            // Each sample of the families written: its labels (without event, group and pmu)
+            // and value.
             let written = |exporter: &Exporter| {
                 let mut out = Vec::new();
                 write(&mut out, Format::Text, exporter, &health, Instant::now());
@@ -885,7 +934,11 @@ mod tests {
                         let (labels, value) = rest.rsplit_once("} ")?;
                         let labels: Vec<&str> = labels
                             .split(',')
-                            .filter(|p| !p.starts_with("event=") && !p.starts_with("pmu="))
+                            .filter(|p| {
+                                !["event=", "group=", "pmu="]
+                                    .iter()
+                                    .any(|l| p.starts_with(l))
+                            })
                             .collect();
                         Some(((name.to_string(), labels.join(",")), value.parse().ok()?))
                     })

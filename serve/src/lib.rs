@@ -101,9 +101,11 @@ with --kubelet-logs its namespace, pod and container names; slurm_job_id or slur
 slurm_step and slurm_task where it is a Slurm job's), summed
 over the CPUs
 unless --per-cpu; counterhal_event_enabled_seconds_total and
-counterhal_event_running_seconds_total beside those of events that may be multiplexed
-(rate(value) * rate(enabled) / rate(running) scales a multiplexed count; --times always
-exports them for software, tracepoint, msr and energy events too).
+counterhal_event_running_seconds_total beside those of events that may be multiplexed,
+once a group: a PMU's such events count as one group, its times labelled group=LEADER as
+its counts are (rate(value) * ignoring(event) rate(enabled) / ignoring(event) rate(running)
+scales a multiplexed count; --times always exports them for software, tracepoint, msr and
+energy events too).
 docs/serve.md has them all, and the bounds on clients.";
 
 /// `counterhal serve`'s options.
@@ -495,6 +497,20 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     if let Some(said) = exporter.watch.said(&health) {
         let (matched, followed) = health.cgroups_now();
         log::info(&said, &[("matched", &matched), ("followed", &followed)]);
+    }
+    let all: Vec<usize> = (0..exporter.events.len()).collect();
+    for group in events::groups_among(&exporter.events, &all) {
+        let names: Vec<&str> = group
+            .iter()
+            .map(|&i| exporter.events[i].name.as_str())
+            .collect();
+        let names = format!("{{{}}}", names.join(","));
+        let pmu = &exporter.events[group[0]].pmu;
+        let fields: [(&str, &dyn std::fmt::Display); 2] = [("group", &names), ("pmu", pmu)];
+        log::info("counted as one group, its times exported once", &fields);
+    }
+    for why in &exporter.ungrouped {
+        log::warn(why, &[]);
     }
     for refused in &exporter.refused {
         let fields: [(&str, &dyn std::fmt::Display); 3] = [

@@ -59,8 +59,9 @@ mod linux {
     }
 
     impl Cgroups {
-        /// Opens the counter of `events` (those that count per cgroup) on `cpus`, in the
-        /// mode `choice` asks for; `None` where no event counts per cgroup. The BPF mode's
+        /// Opens the counter of `events` (those that count per cgroup, their groups as
+        /// groups) on `cpus`, in the mode `choice` asks for; `None` where no event counts per
+        /// cgroup. The BPF mode's
         /// map holds room for `capacity` followed cgroups.
         ///
         /// # Errors
@@ -89,6 +90,7 @@ mod linux {
             let unified_root = counterhal::cgroups::unified_root().ok();
             let mut options = CgroupCounterOptions::new(mode, unified_root.clone());
             options.capacity = capacity;
+            options.groups = crate::events::groups_among(events, &columns);
             let counter = backend
                 .cgroup_counter_with(&names, cpus, options)
                 .map_err(|e| match choice {

@@ -169,30 +169,33 @@ fn formula(metric: &MetricDef, window: &str, depth: usize) -> Result<Promql, Str
 ///
 /// Each place (a CPU, of the host or of a cgroup) adds its count's rate times its enabled
 /// over its running time, where its counter ran (`rate(running) > 0`); a place where it did
-/// not run adds nothing, where the scaling would divide by 0. A place exported without its
-/// times (an event the kernel never multiplexes, `--times multiplexed`) adds its count's
-/// rate as it is (`unless` its enabled time: never where it has one). A host or cgroup whose
-/// counter was enabled nowhere in the window (an idle cgroup: the kernel enables a cgroup's
-/// counters only while its tasks are on a CPU) is 0 (`sum(rate(enabled)) == 0`, a 0 with its
-/// labels): nothing happened there to count. Without it, an idle cgroup would be no series at
-/// all, and a dashboard would lose it instead of showing 0. One enabled but never on the PMU
-/// (multiplexed out the whole window) stays missing: its count is unknown, perf's "not
-/// counted". A ratio of two rates of an idle cgroup (IPC) is 0 / 0, NaN: the series is there
-/// with no number, as `stat` (and perf) print no metric for a division by 0.
+/// not run adds nothing, where the scaling would divide by 0. The times are its group's
+/// (exported once a group, labelled by the group its count names: joined `ignoring(event)`,
+/// so the rule needs no knowledge of which events the exporter grouped). A place exported
+/// without its times (an event the kernel never multiplexes, `--times multiplexed`) adds its
+/// count's rate as it is (`unless` its group's enabled time: never where it has one). A host
+/// or cgroup where the event's group was enabled nowhere in the window (an idle cgroup: the
+/// kernel enables a cgroup's counters only while its tasks are on a CPU) is 0
+/// (`sum(rate(value) * 0 + rate(enabled)) == 0`, a 0 with its labels, only where the event
+/// is counted at all): nothing happened there to count. Without it, an idle cgroup
+/// would be no series at all, and a dashboard would lose it instead of showing 0. One
+/// enabled but never on the PMU (multiplexed out the whole window) stays missing: its count
+/// is unknown, perf's "not counted". A ratio of two rates of an idle cgroup (IPC) is 0 / 0,
+/// NaN: the series is there with no number, as `stat` (and perf) print no metric for a
+/// division by 0.
 fn event_rate(event: &str, window: &str) -> String {
     let e = label_value(event);
-    let places = "sum without (cpu, pmu, event)";
+    let places = "sum without (cpu, pmu, event, group)";
     let value = format!(
         "(rate(counterhal_event_total{{event=\"{e}\"}}[{window}]) \
          or rate(counterhal_event_seconds_total{{event=\"{e}\"}}[{window}]) * 1e9)"
     );
-    let enabled =
-        format!("rate(counterhal_event_enabled_seconds_total{{event=\"{e}\"}}[{window}])");
+    let enabled = format!("rate(counterhal_event_enabled_seconds_total[{window}])");
+    let running = format!("rate(counterhal_event_running_seconds_total[{window}])");
     format!(
-        "({places} ({value} * {enabled} \
-         / (rate(counterhal_event_running_seconds_total{{event=\"{e}\"}}[{window}]) > 0) \
-         or ({value} unless {enabled})) \
-         or {places} ({enabled}) == 0)"
+        "({places} ({value} * ignoring(event) {enabled} / ignoring(event) ({running} > 0) \
+         or ({value} unless ignoring(event) {enabled})) \
+         or {places} ({value} * 0 + ignoring(event) {enabled}) == 0)"
     )
 }
 
@@ -550,9 +553,11 @@ mod tests {
     /// (counted system-wide, summed over its CPUs: no `cpu` label) and three cgroups on two
     /// CPUs each: `/busy` (one CPU busy, its page faults counted half the time on CPU 0 and
     /// never on CPU 1), `/idle` (no task ran: every counter and time stays 0) and `/starved`
-    /// (page faults enabled, never on the PMU). The idle cgroup's rates are 0 and its IPC 0 /
-    /// 0, a series with no number; the busy one's are its counts scaled by enabled over
-    /// running, CPU 1 left out; the starved cgroup's count is unknown, so it has no series.
+    /// (page faults enabled, never on the PMU); instructions count in the group cycles leads,
+    /// whose times alone are exported (labelled `group`, as every count they scale). The idle
+    /// cgroup's rates are 0 and its IPC 0 / 0, a series with no number; the busy one's are its
+    /// counts scaled by enabled over running (instructions by its group's), CPU 1 left out;
+    /// the starved cgroup's count is unknown, so it has no series.
     /// A second host, `t`, has the same series less the times that `--times multiplexed`
     /// leaves out, those of places whose time running is their time enabled: every rule gives
     /// it what it gives `h`.
@@ -573,28 +578,44 @@ mod tests {
             "rule_files: [rules.yml]\nevaluation_interval: 15s\ntests:\n  - interval: 15s\n    \
              input_series:\n",
         );
-        // Family (`-`: a count), event, place (cgroup,cpu; `-`: the host, summed over its
-        // CPUs), value, enabled, running: each as promtool's `start+step x4`, five samples
-        // over the minute.
+        // Family (`-`: a count), event, the event leading its group (`=`: itself), place
+        // (cgroup,cpu; `-`: the host, summed over its CPUs), value, enabled, running: each as
+        // promtool's `start+step x4`, five samples over the minute. A group's members have no
+        // times of their own (`-`): the exporter writes its leader's once, labelled with the
+        // group; instructions' are cycles', on the PMU half the time, which scale both.
         let places = "\
-            seconds task-clock - 100+30x4 100+30x4 100+30x4
-            seconds task-clock /busy,0 100+15x4 100+15x4 100+15x4
-            seconds task-clock /busy,1 100+0x4 100+0x4 100+0x4
-            - page-faults /busy,0 1000+600x4 100+15x4 100+7.5x4
-            - page-faults /busy,1 100+0x4 100+15x4 100+0x4
-            - instructions /busy,0 1000+30000x4 100+15x4 100+15x4
-            - cycles /busy,0 1000+15000x4 100+15x4 100+15x4
-            - page-faults /starved,0 0+0x4 100+15x4 100+0x4
-            seconds task-clock /idle,0 0+0x4 0+0x4 0+0x4
-            seconds task-clock /idle,1 0+0x4 0+0x4 0+0x4
-            - page-faults /idle,0 0+0x4 0+0x4 0+0x4
-            - instructions /idle,0 0+0x4 0+0x4 0+0x4
-            - cycles /idle,0 0+0x4 0+0x4 0+0x4";
-        for line in places.lines() {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let [family, event, place, value, enabled, running] = words[..] else {
-                panic!("{line}");
+            seconds task-clock = - 100+30x4 100+30x4 100+30x4
+            seconds task-clock = /busy,0 100+15x4 100+15x4 100+15x4
+            seconds task-clock = /busy,1 100+0x4 100+0x4 100+0x4
+            - page-faults = /busy,0 1000+600x4 100+15x4 100+7.5x4
+            - page-faults = /busy,1 100+0x4 100+15x4 100+0x4
+            - instructions cycles /busy,0 1000+30000x4 - -
+            - cycles = /busy,0 1000+15000x4 100+15x4 100+7.5x4
+            - page-faults = /starved,0 0+0x4 100+15x4 100+0x4
+            seconds task-clock = /idle,0 0+0x4 0+0x4 0+0x4
+            seconds task-clock = /idle,1 0+0x4 0+0x4 0+0x4
+            - page-faults = /idle,0 0+0x4 0+0x4 0+0x4
+            - instructions cycles /idle,0 0+0x4 - -
+            - cycles = /idle,0 0+0x4 0+0x4 0+0x4";
+        let lines: Vec<Vec<&str>> = places
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        // The times of the group `leader` leads at `place`.
+        let times_of = |leader: &str, place: &str| {
+            let line = lines
+                .iter()
+                .find(|w| w[1] == leader && w[2] == "=" && w[3] == place)
+                .unwrap_or_else(|| panic!("no leader {leader} at {place}"));
+            (line[5], line[6])
+        };
+        for words in &lines {
+            let [family, event, group, place, value, _, _] = words[..] else {
+                panic!("{words:?}");
             };
+            let leads = group == "=";
+            let group = if leads { event } else { group };
+            let (enabled, running) = times_of(group, place);
             let labels = match place.split_once(',') {
                 Some((cgroup, cpu)) => format!(",cpu=\"{cpu}\",cgroup=\"{cgroup}\""),
                 None => String::new(),
@@ -606,23 +627,26 @@ mod tests {
             let value_metric = format!("counterhal_event{family}_total");
             for host in ["h", "t"] {
                 let times = host == "h" || enabled != running;
+                let grouped = match times {
+                    true => format!(",group=\"{group}\""),
+                    false => String::new(),
+                };
+                _ = write!(
+                    tests,
+                    "      - series: '{value_metric}{{event=\"{event}\",pmu=\"software\",\
+                     instance=\"{host}\",job=\"counterhal\"{grouped}{labels}}}'\n        \
+                     values: '{value}'\n"
+                );
+                if !times || !leads {
+                    continue;
+                }
                 for (metric, values) in [
-                    (value_metric.clone(), value),
-                    (
-                        "counterhal_event_enabled_seconds_total".to_string(),
-                        enabled,
-                    ),
-                    (
-                        "counterhal_event_running_seconds_total".to_string(),
-                        running,
-                    ),
+                    ("counterhal_event_enabled_seconds_total", enabled),
+                    ("counterhal_event_running_seconds_total", running),
                 ] {
-                    if !times && metric != value_metric {
-                        continue;
-                    }
                     _ = write!(
                         tests,
-                        "      - series: '{metric}{{event=\"{event}\",pmu=\"software\",\
+                        "      - series: '{metric}{{group=\"{group}\",pmu=\"software\",\
                          instance=\"{host}\",job=\"counterhal\"{labels}}}'\n        \
                          values: '{values}'\n"
                     );
@@ -695,7 +719,7 @@ mod tests {
             "{text}"
         );
         let ipc = promql(metrics[0], "1m", 0).unwrap();
-        assert!(ipc.starts_with("((sum without (cpu, pmu, event) ((rate(counterhal_event_total{event=\"instructions\"}[1m])"), "{ipc}");
+        assert!(ipc.starts_with("((sum without (cpu, pmu, event, group) ((rate(counterhal_event_total{event=\"instructions\"}[1m])"), "{ipc}");
         assert!(ipc.contains(") / (sum without"), "{ipc}");
         let cpus = promql(metrics[1], "1m", 0).unwrap();
         assert!(

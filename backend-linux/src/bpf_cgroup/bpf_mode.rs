@@ -25,6 +25,7 @@ use counterhal_hal::{Error, ErrorKind, EventRequest, ProgramSkips, Reading, Resu
 
 use super::btf;
 use super::program::{self, MAX_EVENTS, MAX_LEVELS, Maps, READING_BYTES, Run};
+use super::sets::Sets;
 use crate::LinuxBackend;
 use crate::sys;
 use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr, ProgBtf};
@@ -244,8 +245,8 @@ pub(super) fn per_cpu_room(value: usize) -> usize {
 }
 
 impl BpfCounting {
-    /// Opens `events` on each of `cpus`, the cgroup map holding at most `capacity` followed
-    /// cgroups, and starts counting (no cgroup yet: [`BpfCounting::insert`] adds them).
+    /// Opens `events` on each of `cpus` (`sets`' groups as groups), the cgroup map holding at
+    /// most `capacity` followed cgroups, and starts counting (no cgroup yet: [`BpfCounting::insert`] adds them).
     ///
     /// # Errors
     /// As [`counterhal_hal::Backend::open`] for the events; [`ErrorKind::PermissionDenied`]
@@ -255,6 +256,7 @@ impl BpfCounting {
     pub fn open(
         backend: &LinuxBackend,
         events: &[EventRequest],
+        sets: &Sets,
         cpus: &[u32],
         capacity: u32,
     ) -> Result<BpfCounting> {
@@ -304,10 +306,24 @@ impl BpfCounting {
         let attached = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, SWITCH_PROGRAM)?;
         let insns = program::counting(maps, events.len(), stride, Run::Read);
         let trigger = load(sys_bpf::PROG_RAW_TRACEPOINT, &insns, "ch_cgroup_read")?;
-        let mut counters = Vec::with_capacity(events.len() * cpus.len());
-        for (index, request) in events.iter().enumerate() {
-            for &cpu in cpus {
-                let counter = backend.open_on_cpu(request, cpu)?;
+        let mut counters: Vec<OwnedFd> = Vec::with_capacity(events.len() * cpus.len());
+        // A group's members open on each CPU in its leader's group, the leader first: where
+        // the leader's counters begin in `counters`.
+        let event_sets = sets.iter().flat_map(|(events, grouped)| {
+            let leader = events[0];
+            events
+                .iter()
+                .map(move |&index| (index, grouped && index != leader))
+        });
+        let mut leaders = 0;
+        for (index, member) in event_sets {
+            let request = &events[index];
+            if !member {
+                leaders = counters.len();
+            }
+            for (at, &cpu) in cpus.iter().enumerate() {
+                let leader = member.then(|| counters[leaders + at].as_fd());
+                let counter = backend.open_on_cpu(request, cpu, leader)?;
                 let slot = index as u32 * stride + cpu;
                 sys::ioctl_int(counter.as_fd(), sys::IOC_ENABLE, 0).map_err(|errno| {
                     bpf_error(&format!("enabling {} on CPU {cpu}", request.name), errno)

@@ -31,6 +31,7 @@ mod bpf_mode;
 mod btf;
 mod insn;
 mod program;
+mod sets;
 pub mod shared;
 
 use std::collections::HashSet;
@@ -45,6 +46,7 @@ use counterhal_hal::{
 use crate::{LinuxBackend, LinuxGroup};
 use bpf_mode::{BpfCounting, add};
 pub use program::{MAX_EVENTS, MAX_LEVELS};
+use sets::Sets;
 
 /// What the counter keeps of one followed cgroup beside its counts.
 struct Kept {
@@ -54,7 +56,7 @@ struct Kept {
     level: usize,
     /// `total` at the read before: where it stands still, the directory is looked at again.
     last_total: Vec<Reading>,
-    /// The perf-event mode's sets, one per CPU.
+    /// The perf-event mode's sets: each CPU's, in the order of [`Sets::iter`].
     groups: Vec<LinuxGroup>,
 }
 
@@ -71,6 +73,10 @@ pub struct LinuxCgroupCounter {
     events: Vec<EventRequest>,
     cpus: Vec<u32>,
     options: CgroupCounterOptions,
+    /// The events' sets on each CPU: the groups asked for, then the lone events.
+    sets: Sets,
+    /// Room for one set's readings.
+    scratch: Vec<Reading>,
     mode: CgroupMode,
     counting: Counting,
     followed: Vec<CgroupCounts>,
@@ -117,8 +123,9 @@ impl LinuxCgroupCounter {
             return Err(Error::invalid_input("no events to count per cgroup")
                 .with_hint("pass at least one event"));
         }
+        let sets = Sets::new(events.len(), &options.groups)?;
         let bpf = |root: &Option<PathBuf>| match root {
-            Some(_) => BpfCounting::open(backend, events, cpus, options.capacity),
+            Some(_) => BpfCounting::open(backend, events, &sets, cpus, options.capacity),
             None => Err(Error::unsupported("no cgroup v2 mount was given")
                 .with_hint("the BPF mode counts the cgroups of a cgroup2 file system")),
         };
@@ -147,6 +154,8 @@ impl LinuxCgroupCounter {
             events: events.to_vec(),
             cpus: cpus.to_vec(),
             options,
+            sets,
+            scratch: vec![Reading::default(); events.len()],
             mode,
             counting,
             followed: Vec::new(),
@@ -235,16 +244,20 @@ impl LinuxCgroupCounter {
         match &mut self.counting {
             Counting::Bpf(bpf) => bpf.insert(id)?,
             Counting::PerfEvents => {
-                let mut options = OpenOptions::default();
-                options.grouped = false;
                 for &cpu in &self.cpus {
                     let target = BackendTarget::Cgroup {
                         path: cgroup.into(),
                         cpu,
                     };
-                    let mut group = self.backend.open(&self.events, &target, &options)?;
-                    group.enable()?;
-                    groups.push(group);
+                    for (events, grouped) in self.sets.iter() {
+                        let mut options = OpenOptions::default();
+                        options.grouped = grouped;
+                        let requests: Vec<EventRequest> =
+                            events.iter().map(|&e| self.events[e].clone()).collect();
+                        let mut group = self.backend.open(&requests, &target, &options)?;
+                        group.enable()?;
+                        groups.push(group);
+                    }
                 }
             }
         }
@@ -413,9 +426,10 @@ impl LinuxCgroupCounter {
                         .total
                         .iter_mut()
                         .for_each(|r| *r = Reading::default());
-                    for (group, row) in kept.groups.iter_mut().zip(&mut counts.per_cpu) {
-                        group
-                            .read(row)
+                    let per_cpu = kept.groups.chunks_mut(self.sets.len().max(1));
+                    for (sets, row) in per_cpu.zip(&mut counts.per_cpu) {
+                        self.sets
+                            .read(sets, row, &mut self.scratch)
                             .map_err(|e| e.context(format!("cgroup {shown}")))?;
                         add(&mut counts.total, row);
                     }

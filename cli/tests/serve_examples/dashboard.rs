@@ -315,7 +315,8 @@ fn queries_pass_promtool_of(release: Release, exprs: &[String], places: &[String
 /// The series of a promtool test: one host's system-wide counters (no cgroup label) and two
 /// cgroups' (`/busy`, whose counters were on the PMU half their enabled time, and `/idle`,
 /// whose tasks never ran: every counter and time flat at 0), for task-clock and cache-misses,
-/// sampled every 15 s for 5 minutes.
+/// each counted alone (the `group` of its count and times its own name), sampled every 15 s
+/// for 5 minutes.
 fn idle_and_busy_series() -> String {
     let mut series = String::new();
     for (cgroup, value, enabled, running) in [
@@ -331,11 +332,20 @@ fn idle_and_busy_series() -> String {
             ("task-clock", "software", "counterhal_event_seconds_total"),
             ("cache-misses", "cpu", "counterhal_event_total"),
         ] {
-            let labels = format!("event=\"{event}\",pmu=\"{pmu}\",{place},instance=\"node-a\"");
-            for (name, values) in [
-                (family, value),
-                ("counterhal_event_enabled_seconds_total", enabled),
-                ("counterhal_event_running_seconds_total", running),
+            // Each counts alone (its own group), its times labelled with the group alone.
+            let group = format!("group=\"{event}\",pmu=\"{pmu}\",{place},instance=\"node-a\"");
+            for (name, labels, values) in [
+                (family, format!("event=\"{event}\",{group}"), value),
+                (
+                    "counterhal_event_enabled_seconds_total",
+                    group.clone(),
+                    enabled,
+                ),
+                (
+                    "counterhal_event_running_seconds_total",
+                    group.clone(),
+                    running,
+                ),
             ] {
                 series +=
                     &format!("      - series: '{name}{{{labels}}}'\n        values: '{values}'\n");

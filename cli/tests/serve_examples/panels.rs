@@ -45,19 +45,20 @@ enum Expect {
 /// A series' key in a panel: its cgroup, else its event, else `host`.
 fn key(labels: &str) -> String {
     let labels: serde_json::Value = serde_json::from_str(labels).unwrap_or_default();
-    ["cgroup", "event"]
+    ["cgroup", "event", "group"]
         .iter()
         .find_map(|name| labels[name].as_str().map(str::to_string))
         .unwrap_or_else(|| "host".to_string())
 }
 
 /// What the workload is: the busy and idle cgroups' labels, the events that opened and those
-/// that did not.
+/// that did not, and the groups whose times are exported (each by the event leading it).
 struct Workload {
     busy: String,
     idle: String,
     opened: BTreeSet<String>,
     failed: BTreeSet<String>,
+    groups: BTreeSet<String>,
 }
 
 impl Workload {
@@ -92,7 +93,7 @@ impl Workload {
             ),
             // Neither is asked for here: no uncore_imc event, no energy event.
             "Memory bandwidth (read + write)" | "Power" => BTreeMap::new(),
-            "Counters on the PMU (running / enabled)" => each(&self.opened, Expect::Share),
+            "Counters on the PMU (running / enabled)" => each(&self.groups, Expect::Share),
             "Events that do not open" => each(&self.failed, Expect::Present),
             "Instructions per cycle by cgroup" => when(
                 &["instructions", "cycles"],
@@ -251,7 +252,8 @@ fn events_accounted(
             Err(e) => panic!("{e}; {}", prometheus.health()),
         }
     };
-    let opened = events("counterhal_event_enabled_seconds_total");
+    // Each event counted: its count, in whichever unit (its times are its group's).
+    let opened = events(r#"{__name__=~"counterhal_event(_seconds|_joules)?_total"}"#);
     let failed = events("counterhal_event_open_failed");
     let read_by_rules: BTreeSet<String> = rules_text
         .split("event=\\\"")
@@ -382,11 +384,21 @@ fn panels_on(release: Release, known: &Known<'_>) {
     let ready_after = began.elapsed();
 
     let (opened, failed) = events_accounted(&prometheus, known.rules_text);
+    let over = "count by (group) (last_over_time(counterhal_event_enabled_seconds_total[10s]))";
+    let groups: BTreeSet<String> = match prometheus.query_at(over, None) {
+        Ok(result) => result.iter().map(|(l, _)| key(l)).collect(),
+        Err(e) => panic!("{e}; {}", prometheus.health()),
+    };
+    assert!(
+        opened.iter().any(|e| groups.contains(e)),
+        "a group is led by an event that opened: {groups:?} {opened:?}"
+    );
     let workload = Workload {
         busy: known.busy.clone(),
         idle: known.idle.clone(),
         opened,
         failed,
+        groups,
     };
 
     // Each second, up to ten tries, the panels evaluated when the rules were last evaluated
