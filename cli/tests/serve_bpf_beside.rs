@@ -22,7 +22,7 @@ const POD_WORK: &str = "read _; for i in $(seq 100); do head -c 300000 /dev/zero
                         > /dev/null; done";
 
 /// How many pods the exporters follow, and how many of them are busy.
-const PODS: usize = 30;
+const PODS: usize = 300;
 const BUSY: usize = 3;
 
 /// Children killed when dropped.
@@ -56,7 +56,7 @@ fn missed(body: &str) -> f64 {
 
 /// Done when: the work of a pod placed as a runtime places it (its shell stopped in `read`,
 /// moved into the pod's cgroup, then let go) is counted by the BPF mode within 1% of the
-/// perf-event mode in each of 5 runs, with three other BPF exporters following the same 30
+/// perf-event mode in each of 5 runs, with three other BPF exporters following the same 300
 /// pods, 3 busy pods and a map-update storm on every CPU beside it, and no context switch
 /// missed. (With the program at `cgroup-switches`, as perf's, this work was counted 0.99 to
 /// 1.04 of the perf-event mode's here, with 7 to 50 switches missed.)
@@ -77,7 +77,7 @@ fn the_bpf_mode_counts_a_pod_whole_beside_other_bpf_users() {
     let parent = make_parent(&root, "serve-bpf-beside");
     let pods: Vec<_> = (0..PODS)
         .map(|i| {
-            let pod = parent.path.join(format!("pod{i:02}"));
+            let pod = parent.path.join(format!("pod{i:03}"));
             std::fs::create_dir(&pod).expect("a pod's cgroup");
             pod
         })
