@@ -22,10 +22,5 @@ pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
 use counterhal_hal::DynBackend;
 
-/// Counters shared between sessions as perf's bperf shares them (`perf stat --bpf-counters`):
-/// one leader per event in the attr map pinned at `/sys/fs/bpf/perf_attr_map`.
-#[cfg(all(feature = "linux", feature = "cgroup-counter", target_os = "linux"))]
-pub use counterhal_linux::shared as bperf;
-
 /// A backend chosen at run time, boxed (its methods are [`DynBackend`]'s).
 pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;

@@ -86,8 +86,8 @@ fn any_group_has_no_backend_variants() {
 
 /// Oracle: the facade's public API as rustdoc gives it (`api/counterhal.txt`, which
 /// `scripts/public-api --check` holds to the sources) and `src/lib.rs`. No public module of
-/// the facade is one backend's (`counterhal::linux` was), and no public path reaches the Linux
-/// backend's own type.
+/// the facade is one backend's (`counterhal::linux` was), no public path reaches the Linux
+/// backend's own type, and none re-exports a backend crate's item.
 #[test]
 fn the_facade_has_no_public_module_of_one_backend() {
     let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
@@ -106,6 +106,22 @@ fn the_facade_has_no_public_module_of_one_backend() {
     }
     if let Some(line) = api.lines().find(|line| line.contains(&named)) {
         found.push(format!("api/counterhal.txt: {line}"));
+    }
+    // Nor does any path re-export a backend crate's item (`advanced::bperf` re-exported the
+    // Linux backend's shared counters, now a capability: `BackendExt::shared`).
+    let backends = [
+        "counterhal_linux",
+        "counterhal_pctr",
+        "counterhal_msr",
+        "counterhal_hwpmc",
+    ];
+    for line in api.lines() {
+        if backends
+            .iter()
+            .any(|crate_| line.contains(&format!("= {crate_}")))
+        {
+            found.push(format!("api/counterhal.txt: {line}"));
+        }
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }

@@ -429,11 +429,13 @@ impl Backend for LinuxBackend {
         &self.capabilities
     }
 
-    /// Samples, counts per cgroup, lists its own events and knows its PMUs' CPUs.
+    /// Samples, counts per cgroup and through shared leaders, lists its own events and knows
+    /// its PMUs' CPUs.
     fn extensions(&self) -> counterhal_hal::Extensions<'_> {
         counterhal_hal::Extensions::none()
             .with_sampling(self)
             .with_cgroups(self)
+            .with_shared(self)
             .with_listing(self)
             .with_topology(self)
     }

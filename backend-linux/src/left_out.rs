@@ -36,6 +36,24 @@ impl counterhal_hal::CgroupCapability for LinuxBackend {
     }
 }
 
+/// A build without the `cgroup-counter` feature (which holds the BPF loader): asking for a
+/// shared counter names it.
+#[cfg(not(feature = "cgroup-counter"))]
+impl counterhal_hal::SharedCapability for LinuxBackend {
+    fn open_shared_counter(
+        &self,
+        _: &EventRequest,
+        _: counterhal_hal::SharedScope,
+        _: &[u32],
+        _: Option<&std::path::Path>,
+    ) -> Result<counterhal_hal::BoxedSharedCounter> {
+        Err(left_out(
+            "counting through shared leaders",
+            "cgroup-counter",
+        ))
+    }
+}
+
 /// The error for `what`, left out of this build with `feature`.
 #[cfg(not(all(feature = "sampling", feature = "cgroup-counter")))]
 fn left_out(what: &str, feature: &str) -> Error {

@@ -8,11 +8,55 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use counterhal::advanced::bperf::{attr_map_entries, link_lives};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
 use crate::common::{bin, counterhal};
+
+/// The entries of the attr map pinned at `map`, as bpftool dumps them: each key (a `struct
+/// perf_event_attr`) with its link id and `diff_readings` id (libperf's `struct
+/// perf_event_attr_map_entry`: two native-endian 32-bit words).
+///
+/// Oracle: bpftool 7.1's `map dump pinned` (Debian's `bpftool`), its JSON bytes as `0x..`.
+fn attr_map_entries(map: &Path) -> Vec<(Vec<u8>, u32, u32)> {
+    let out = Command::new("bpftool")
+        .args(["-j", "map", "dump", "pinned"])
+        .arg(map)
+        .output()
+        .expect("bpftool (apt-get install bpftool)");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "bpftool map dump: {said}");
+    let entries: serde_json::Value = serde_json::from_str(&said).expect("bpftool's JSON");
+    let bytes = |words: &serde_json::Value| -> Vec<u8> {
+        let words = words.as_array().expect("bytes");
+        let byte = |w: &serde_json::Value| {
+            let text = w.as_str().expect("a byte as text");
+            u8::from_str_radix(text.trim_start_matches("0x"), 16).expect("a hex byte")
+        };
+        words.iter().map(byte).collect()
+    };
+    let word = |v: &[u8], at: usize| u32::from_ne_bytes(v[at..at + 4].try_into().unwrap());
+    entries
+        .as_array()
+        .expect("an array of entries")
+        .iter()
+        .map(|entry| {
+            let value = bytes(&entry["value"]);
+            (bytes(&entry["key"]), word(&value, 0), word(&value, 4))
+        })
+        .collect()
+}
+
+/// Whether the BPF link `id` lives. Oracle: bpftool 7.1's `link show id`, which fails for a
+/// link the kernel no longer has.
+fn link_lives(id: u32) -> bool {
+    Command::new("bpftool")
+        .args(["link", "show", "id", &id.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
 
 /// A BPF file system on a fresh directory, unmounted and removed when dropped.
 struct Bpffs(PathBuf);
@@ -211,7 +255,7 @@ fn two_sessions_share_one_leader() {
             .unwrap()
     };
     let entry = || {
-        let entries = attr_map_entries(Some(&map)).unwrap();
+        let entries = attr_map_entries(&map);
         entries
             .iter()
             .find(|(key, _, _)| key[0..4] == 1u32.to_ne_bytes() && key[8..16] == 2u64.to_ne_bytes())
@@ -235,7 +279,7 @@ fn two_sessions_share_one_leader() {
         "the second session took the first's leader"
     );
     // task-clock's entry (the probe's, stale) and page-faults': one each.
-    assert_eq!(attr_map_entries(Some(&map)).unwrap().len(), 2);
+    assert_eq!(attr_map_entries(&map).len(), 2);
     for child in [second, first] {
         let out = child.wait_with_output().unwrap();
         assert!(
@@ -365,8 +409,7 @@ fn keys_are_perf_72s_attributes() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let mut ours: Vec<Vec<u8>> = attr_map_entries(Some(&fs.map()))
-        .unwrap()
+    let mut ours: Vec<Vec<u8>> = attr_map_entries(&fs.map())
         .into_iter()
         .map(|(key, _, _)| key)
         .collect();

@@ -8,7 +8,7 @@ use std::fmt;
 use crate::{
     Backend, BackendTarget, CgroupCapability, CpuList, DeviceKind, EventRequest, EventSet,
     GeneralizedEvent, Group, OpenOptions, PerfAttr, ResolvedEvent, Result, SamplingCapability,
-    Unit,
+    SharedCapability, Unit,
 };
 
 /// The events a backend lists itself: what the generalized events and its own names are,
@@ -155,6 +155,8 @@ pub struct Extensions<'b> {
     pub sampling: Option<&'b dyn SamplingCapability>,
     /// Counting per cgroup: its cgroup counters.
     pub cgroups: Option<&'b dyn CgroupCapability>,
+    /// Counting through leaders shared with other sessions: its shared counters.
+    pub shared: Option<&'b dyn SharedCapability>,
     /// The events it lists itself (else those of the generalized events that resolve, and no
     /// names of its own).
     pub listing: Option<&'b dyn EventListing>,
@@ -168,6 +170,7 @@ impl<'b> Extensions<'b> {
         Extensions {
             sampling: None,
             cgroups: None,
+            shared: None,
             listing: None,
             topology: None,
         }
@@ -184,6 +187,13 @@ impl<'b> Extensions<'b> {
     #[must_use]
     pub const fn with_cgroups(mut self, cgroups: &'b dyn CgroupCapability) -> Self {
         self.cgroups = Some(cgroups);
+        self
+    }
+
+    /// The same, counting through shared leaders with `shared`.
+    #[must_use]
+    pub const fn with_shared(mut self, shared: &'b dyn SharedCapability) -> Self {
+        self.shared = Some(shared);
         self
     }
 
@@ -275,6 +285,12 @@ pub trait BackendExt: Backend {
     /// Counting per cgroup, where this backend can. `None`: it cannot.
     fn cgroups(&self) -> Option<&dyn CgroupCapability> {
         self.extensions().cgroups
+    }
+
+    /// Counting through leaders shared with other sessions (perf's bperf), where this backend
+    /// can. `None`: it cannot.
+    fn shared(&self) -> Option<&dyn SharedCapability> {
+        self.extensions().shared
     }
 
     /// Resolves every name and opens them as one set whose readings are combined per name

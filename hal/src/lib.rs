@@ -17,7 +17,8 @@
 //!
 //! **For backend authors**: implement the five required methods of [`Group`] and of
 //! [`Backend`] (whose [`Backend::extensions`] hands out the optional capabilities:
-//! [`SamplingCapability`], [`CgroupCapability`], [`EventListing`], [`PmuTopology`]);
+//! [`SamplingCapability`], [`CgroupCapability`], [`SharedCapability`], [`EventListing`],
+//! [`PmuTopology`]);
 //! read-and-scale, stop, restart, boxed use ([`DynBackend`]), the conveniences of
 //! [`BackendExt`] and derived events ([`EventSet`]) come for free. Map OS errors onto [`ErrorKind`] in one documented `match`;
 //! refuse families you do not take with [`check_family`].
@@ -47,6 +48,7 @@ mod reading;
 mod registration;
 mod resolved;
 mod sampling;
+mod shared;
 mod target;
 
 pub use backend::{
@@ -82,4 +84,5 @@ pub use sampling::{
     BoxedSampler, Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions,
     Sampler, SamplingCapability, Wakeup, Walked,
 };
+pub use shared::{BoxedSharedCounter, SharedCapability, SharedCounter, SharedScope};
 pub use target::BackendTarget;

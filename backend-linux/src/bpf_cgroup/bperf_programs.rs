@@ -5,7 +5,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use counterhal_hal::{Error, Result};
+use counterhal_hal::{Error, Result, SharedScope};
 
 use super::bpf_mode::failed;
 use super::insn::{Asm, Label, R0, R1, R2, R3, R4, R6, R7, R8, R10, Reg};
@@ -28,25 +28,6 @@ pub(super) const GET_CURRENT_PID_TGID: i32 = 14;
 pub(super) const PERF_EVENT_READ_VALUE: i32 = 55;
 /// `BPF_FUNC_probe_read_kernel`.
 pub(super) const PROBE_READ_KERNEL: i32 = 113;
-
-/// Whose counts a shared counter adds up: perf's `enum bperf_filter_type`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SharedScope {
-    /// Every CPU (`BPERF_FILTER_GLOBAL`, `-a`): one sum per CPU.
-    AllCpus,
-    /// These CPUs (`BPERF_FILTER_CPU`, `-C`): one sum each.
-    Cpus(Vec<u32>),
-    /// These threads (`BPERF_FILTER_PID`, `-t`): one sum each.
-    Threads(Vec<u32>),
-    /// These processes, every thread (`BPERF_FILTER_TGID`, `-p`, a command), one sum each;
-    /// with `inherit`, the processes they start are added to their sums.
-    Processes {
-        /// The process ids.
-        pids: Vec<u32>,
-        /// Whether the processes they start are counted with them.
-        inherit: bool,
-    },
-}
 
 /// The leader program (bperf_leader.bpf.c's `on_switch`): reads its CPU's event
 /// (`events[cpu]`), puts the difference from the previous reading in `diff`, keeps the reading.

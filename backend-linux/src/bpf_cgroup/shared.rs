@@ -29,7 +29,10 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use counterhal_hal::{Error, ErrorKind, EventRequest, ProgramSkips, Reading, Result};
+use counterhal_hal::{
+    BoxedSharedCounter, Error, ErrorKind, EventRequest, ProgramSkips, Reading, Result,
+    SharedCapability, SharedScope,
+};
 
 use super::bperf_attr::{attr_key, open_on_cpu};
 use super::bperf_programs::{
@@ -44,7 +47,6 @@ use super::btf;
 use crate::sys::bpf::{self as sys_bpf, AttachTo, ProgBtf};
 
 pub use super::bperf_attr::ATTR_KEY_BYTES;
-pub use super::bperf_programs::SharedScope;
 
 /// `ATTR_MAP_SIZE` of bpf_counter.c.
 const ATTR_MAP_ENTRIES: u32 = 16;
@@ -61,7 +63,7 @@ pub fn default_attr_map() -> PathBuf {
 
 /// One event counted through a leader shared with other sessions (perf's and this crate's):
 /// see the module's notes.
-pub struct SharedCounter {
+pub struct LinuxSharedCounter {
     /// The leader's link, held: the leader lives while a session holds it.
     _link: OwnedFd,
     /// The program run on each CPU before a read: the leader (its follower at its exit), or
@@ -94,9 +96,9 @@ enum Follows {
     Switches(String),
 }
 
-impl std::fmt::Debug for SharedCounter {
+impl std::fmt::Debug for LinuxSharedCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedCounter")
+        f.debug_struct("LinuxSharedCounter")
             .field("scope", &self.scope)
             .field("link_id", &self.link_id)
             .field("diff_map_id", &self.diff_map_id)
@@ -164,7 +166,7 @@ struct Leader {
     started: bool,
 }
 
-impl SharedCounter {
+impl LinuxSharedCounter {
     /// Counts `request` for `scope` through the leader of its attribute in the attr map at
     /// `attr_map` (`None`: [`default_attr_map`]), starting one (on `cpus`, every CPU) where
     /// none lives.
@@ -179,7 +181,7 @@ impl SharedCounter {
         scope: SharedScope,
         cpus: &[u32],
         attr_map: Option<&Path>,
-    ) -> Result<SharedCounter> {
+    ) -> Result<LinuxSharedCounter> {
         let path = attr_map.map_or_else(default_attr_map, Path::to_path_buf);
         let key = attr_key(request)?;
         let possible = possible_cpus()?;
@@ -294,7 +296,7 @@ impl SharedCounter {
         ) {
             Self::follow_tasks(&scope, &enabled, &filter, &mut links, &mut programs)?;
         }
-        Ok(SharedCounter {
+        Ok(LinuxSharedCounter {
             _link: leader.link,
             leader: trigger.unwrap_or(leader.program),
             follows,
@@ -494,7 +496,7 @@ impl SharedCounter {
     /// Stops adding up (perf's `bperf__disable`): the sums stay.
     ///
     /// # Errors
-    /// As [`SharedCounter::enable`].
+    /// As [`LinuxSharedCounter::enable`].
     pub fn disable(&self) -> Result<()> {
         self.set_enabled(0)
     }
@@ -609,6 +611,39 @@ impl SharedCounter {
     }
 }
 
+/// The counter as the capability hands it out: its inherent methods.
+impl counterhal_hal::SharedCounter for LinuxSharedCounter {
+    fn enable(&self) -> Result<()> {
+        LinuxSharedCounter::enable(self)
+    }
+
+    fn disable(&self) -> Result<()> {
+        LinuxSharedCounter::disable(self)
+    }
+
+    fn read(&self) -> Result<Vec<Reading>> {
+        LinuxSharedCounter::read(self)
+    }
+
+    fn programs_skipped(&self) -> Vec<ProgramSkips> {
+        LinuxSharedCounter::programs_skipped(self)
+    }
+}
+
+/// The Linux backend shares counters as perf's bperf does, its map of leaders perf's attr map.
+impl SharedCapability for crate::LinuxBackend {
+    fn open_shared_counter(
+        &self,
+        request: &EventRequest,
+        scope: SharedScope,
+        cpus: &[u32],
+        leaders: Option<&Path>,
+    ) -> Result<BoxedSharedCounter> {
+        let counter = LinuxSharedCounter::open(request, scope, cpus, leaders)?;
+        Ok(Box::new(counter))
+    }
+}
+
 /// The entries of the attr map at `path` (`None`: [`default_attr_map`]): each key (a
 /// `struct perf_event_attr` of [`ATTR_KEY_BYTES`]) with its link id and `diff_readings` id.
 ///
@@ -715,7 +750,7 @@ mod tests {
         let cpus = possible_cpus().unwrap();
         let tid = crate::sys::gettid() as u32;
         let scope = SharedScope::Threads(vec![tid]);
-        let first = match SharedCounter::open(&request, scope.clone(), &cpus, Some(&map)) {
+        let first = match LinuxSharedCounter::open(&request, scope.clone(), &cpus, Some(&map)) {
             Ok(c) => c,
             Err(e) if e.kind() == ErrorKind::PermissionDenied => {
                 skip!(Need::Privilege, "{e}")
@@ -723,7 +758,7 @@ mod tests {
             Err(e) => panic!("{e}"),
         };
         assert!(first.started_leader());
-        let second = SharedCounter::open(&request, scope, &cpus, Some(&map)).unwrap();
+        let second = LinuxSharedCounter::open(&request, scope, &cpus, Some(&map)).unwrap();
         assert!(!second.started_leader());
         assert_eq!(first.link_id(), second.link_id());
         let entries = attr_map_entries(Some(&map)).unwrap();
@@ -805,7 +840,7 @@ mod tests {
             pids: vec![std::process::id()],
             inherit: true,
         };
-        let counter = match SharedCounter::open(&request, scope, &cpus, Some(&map)) {
+        let counter = match LinuxSharedCounter::open(&request, scope, &cpus, Some(&map)) {
             Ok(c) => c,
             Err(e) if e.kind() == ErrorKind::PermissionDenied => {
                 skip!(Need::Privilege, "{e}")

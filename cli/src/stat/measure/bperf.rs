@@ -1,16 +1,18 @@
 //! `-b`/`--bpf-counters` alone (perf's bperf): each event counted through a leader shared
 //! with other sessions, perf's and counterhal's, found in the attr map pinned at
 //! `/sys/fs/bpf/perf_attr_map` (or `--bpf-attr-map`), this session's follower adding up the
-//! counts of its command, processes, threads or CPUs (the Linux backend's shared counter).
+//! counts of its command, processes, threads or CPUs (the backend's shared counters,
+//! [`SharedCapability`]: the Linux backend's).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
 
 use counterhal::Target as Attach;
-use counterhal::advanced::bperf::{SharedCounter, SharedScope};
 use counterhal::{Error, ErrorKind, Reading};
-use counterhal_hal::{Backend, BackendExt, EventRequest};
+use counterhal_hal::{
+    Backend, BackendExt, BoxedSharedCounter, EventRequest, SharedCapability, SharedScope,
+};
 
 use super::attached::{Counting, run_and_read};
 use super::results::{Counts, EventResult, OnInterval, Place, Plan, Run, not_opened_here};
@@ -21,11 +23,13 @@ use crate::stat::plan::targets::Targets;
 
 /// The planned events' counters, opened once the scope is known (for a command, once its
 /// process exists).
-struct Shared {
+struct Shared<'b> {
+    /// The backend's shared counters.
+    capability: &'b dyn SharedCapability,
     /// Per planned event: its request, where it counts through BPF.
     requests: Vec<Option<EventRequest>>,
     /// Per planned event: its counter, or why it has none.
-    counters: Vec<Option<Result<SharedCounter, Error>>>,
+    counters: Vec<Option<Result<BoxedSharedCounter, Error>>>,
     scope: Option<SharedScope>,
     /// Whether the command's processes are counted with what they start (not `-i`).
     inherit: bool,
@@ -35,13 +39,18 @@ struct Shared {
     skipped_at_open: u64,
 }
 
-impl Shared {
+impl Shared<'_> {
     fn open(&mut self, scope: SharedScope) -> Result<(), Error> {
         for (request, counter) in self.requests.iter().zip(&mut self.counters) {
             let Some(request) = request else {
                 continue;
             };
-            let opened = SharedCounter::open(request, scope.clone(), &self.cpus, self.attr_map);
+            let opened = self.capability.open_shared_counter(
+                request,
+                scope.clone(),
+                &self.cpus,
+                self.attr_map,
+            );
             match opened {
                 Ok(c) => *counter = Some(Ok(c)),
                 // The event itself cannot be opened here: `<not supported>`, as without -b.
@@ -67,7 +76,7 @@ impl Shared {
             .iter()
             .flatten()
             .flatten()
-            .flat_map(SharedCounter::programs_skipped)
+            .flat_map(|c| c.programs_skipped())
             .map(|p| (p.id, p.skipped))
             .collect();
         programs.values().fold(0, |sum, &n| sum.wrapping_add(n))
@@ -87,7 +96,7 @@ fn skipped_warning(skipped: u64) -> Option<String> {
 }
 
 /// Lent to the run, so that the programs' skips are read once it ends.
-impl Counting for &mut Shared {
+impl Counting for &mut Shared<'_> {
     fn started(&mut self, pid: u32) -> Result<(), Error> {
         if self.scope.is_none() {
             let inherit = self.inherit;
@@ -103,14 +112,14 @@ impl Counting for &mut Shared {
             .iter()
             .flatten()
             .flatten()
-            .try_for_each(SharedCounter::enable)
+            .try_for_each(|c| c.enable())
     }
     fn disable(&mut self) -> Result<(), Error> {
         self.counters
             .iter()
             .flatten()
             .flatten()
-            .try_for_each(SharedCounter::disable)
+            .try_for_each(|c| c.disable())
     }
     fn read(&mut self, n: usize, per_place: bool) -> Result<Vec<Counts>, Error> {
         let mut each: Vec<Result<Vec<Reading>, Error>> = Vec::with_capacity(n);
@@ -164,7 +173,7 @@ impl Counting for &mut Shared {
 /// [`run_and_read`] counts.
 ///
 /// # Errors
-/// Exit 1 where the backend is not Linux's, an event is a group member or counts as several
+/// Exit 1 where the backend cannot share counters, an event is a group member or counts as several
 /// events, or BPF cannot count here (no privilege, no BPF file system at the attr map's
 /// directory, a map there that is not perf 7.2's), naming why; else as [`run_and_read`].
 pub fn run<B: Backend>(
@@ -178,12 +187,12 @@ pub fn run<B: Backend>(
     let attr_map = plan.shared.flatten();
     let groups = &events.groups;
     let events: Vec<&Planned> = events.what().collect();
-    if backend.label() != "linux" {
+    let Some(capability) = backend.shared() else {
         return Err(CliError::failed(Error::unsupported(format!(
             "-b/--bpf-counters: the {} backend cannot share counters through BPF",
             backend.label()
         ))));
-    }
+    };
     // bperf_check_target: "bpf managed perf events do not yet support groups".
     if let Some(group) = groups.iter().find(|g| g.members.len() > 1) {
         let names: Vec<String> = group
@@ -216,6 +225,7 @@ pub fn run<B: Backend>(
     }
     let online: Vec<u32> = counterhal::online_cpus().iter().collect();
     let mut shared = Shared {
+        capability,
         counters: requests.iter().map(|_| None).collect(),
         requests,
         scope: None,
