@@ -211,7 +211,9 @@ fn three_hundred_pods_of_software_events_are_eight_series_each() {
 /// core PMU has the six hardware events it reads, in both cgroup modes: each pod is 10
 /// series, the 8 counts and one pair of times for the group of the six hardware events
 /// (leader `instructions`, the first the metrics read), where each event's own pair made it
-/// 20. Each hardware count and the times name the group; the software counts name none.
+/// 20. Each hardware count and the times name the group; the software counts name none; the
+/// group's time running is its time enabled (a group that always goes on), above 0 for the
+/// busy pods in the perf-event mode.
 /// Where the PMU refuses the group (as x86's `validate_group` refuses one its counters cannot
 /// hold), the events count alone, each its own group: 20 series a pod, as before groups.
 ///
@@ -274,6 +276,8 @@ fn the_daemonsets_metrics_on_six_hardware_events_are_ten_series_a_pod() {
         }
         let exporter = Exporter::spawn(serve);
         assert_eq!(get(exporter.address, "/metrics", None).0, Some(200));
+        // The busy pods' loops run a while on the pods' counters.
+        std::thread::sleep(std::time::Duration::from_millis(500));
         let (status, text) = get(exporter.address, "/metrics", None);
         assert_eq!(status, Some(200), "{text}");
         let by_pod = by_pod(&text);
@@ -299,6 +303,35 @@ fn the_daemonsets_metrics_on_six_hardware_events_are_ten_series_a_pod() {
                 "{mode} grouped {grouped} {pod}: {series:?}"
             );
             assert_eq!(series.len(), 8 + times.len(), "{mode} {pod}: {series:?}");
+            // A group of the preload's software clocks always goes on: it runs whenever it
+            // is enabled, in one pair of times as in six.
+            for group in &groups {
+                let time = |t: &str| {
+                    series[&(format!("counterhal_event_{t}_seconds_total"), group.clone())]
+                };
+                assert_eq!(
+                    time("enabled"),
+                    time("running"),
+                    "{mode} {pod} {group}: {series:?}"
+                );
+            }
+        }
+        if mode == "perf-events" {
+            let enabled = |series: &BTreeMap<(String, String), f64>| {
+                groups
+                    .iter()
+                    .map(|g| {
+                        series[&(
+                            "counterhal_event_enabled_seconds_total".to_string(),
+                            g.clone(),
+                        )]
+                    })
+                    .sum::<f64>()
+            };
+            assert!(
+                by_pod.values().any(|series| enabled(series) > 0.0),
+                "{mode}: a busy pod's counters were enabled: {by_pod:?}"
+            );
         }
         // The counts' group labels: the hardware events' their group's, none elsewhere.
         for line in text
