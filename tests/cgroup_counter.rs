@@ -190,24 +190,9 @@ fn within_2_percent(a: f64, b: f64) -> bool {
 #[test]
 fn bpf_mode_counts_as_perf_events_and_perf_at_every_level() {
     let _alone = bpf_alone();
-    let Ok(chosen) = open_default() else {
-        skip!(Need::System, "no backend is usable here");
-    };
-    if chosen.name() != "linux" || !running_as_root() {
-        skip!(
-            Need::Privilege,
-            "BPF and whole-CPU counting take root on Linux"
-        );
-    }
-    let Ok(unified) = counterhal::cgroups::unified_root() else {
-        skip!(Need::System, "no cgroup2 file system is mounted");
-    };
-    let Some(top) = TestCgroup::new(&unified, "bpf") else {
-        skip!(
-            Need::Privilege,
-            "cannot make a cgroup under {}",
-            unified.display()
-        );
+    let (chosen, unified, top) = match bpf_setting("bpf") {
+        Ok(setting) => setting,
+        Err((need, why)) => skip!(need, "{why}"),
     };
     let nested = Nested::new(&top.path, &["a", "b", "c"]);
     let mut bpf = match counter(&chosen, CgroupModeChoice::Bpf) {
@@ -383,24 +368,9 @@ fn counter_error(chosen: &Chosen) -> Error {
 #[test]
 fn the_map_holds_the_followed_cgroups_alone() {
     let _alone = bpf_alone();
-    let Ok(chosen) = open_default() else {
-        skip!(Need::System, "no backend is usable here");
-    };
-    if chosen.name() != "linux" || !running_as_root() {
-        skip!(
-            Need::Privilege,
-            "BPF and whole-CPU counting take root on Linux"
-        );
-    }
-    let Ok(unified) = counterhal::cgroups::unified_root() else {
-        skip!(Need::System, "no cgroup2 file system is mounted");
-    };
-    let Some(top) = TestCgroup::new(&unified, "bpf-full") else {
-        skip!(
-            Need::Privilege,
-            "cannot make a cgroup under {}",
-            unified.display()
-        );
+    let (chosen, unified, top) = match bpf_setting("bpf-full") {
+        Ok(setting) => setting,
+        Err((need, why)) => skip!(need, "{why}"),
     };
     let second = Nested::new(&top.path, &["second"]);
     let mut options = CgroupCounterOptions::new(CgroupModeChoice::Bpf, Some(unified));
@@ -441,24 +411,9 @@ fn the_map_holds_the_followed_cgroups_alone() {
 #[test]
 fn grouped_events_count_as_alone_in_both_modes() {
     let _alone = bpf_alone();
-    let Ok(chosen) = open_default() else {
-        skip!(Need::System, "no backend is usable here");
-    };
-    if chosen.name() != "linux" || !running_as_root() {
-        skip!(
-            Need::Privilege,
-            "BPF and whole-CPU counting take root on Linux"
-        );
-    }
-    let Ok(unified) = counterhal::cgroups::unified_root() else {
-        skip!(Need::System, "no cgroup2 file system is mounted");
-    };
-    let Some(top) = TestCgroup::new(&unified, "bpf-grouped") else {
-        skip!(
-            Need::Privilege,
-            "cannot make a cgroup under {}",
-            unified.display()
-        );
+    let (chosen, unified, top) = match bpf_setting("bpf-grouped") {
+        Ok(setting) => setting,
+        Err((need, why)) => skip!(need, "{why}"),
     };
     let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
     let grouped = |mode| {
@@ -509,6 +464,28 @@ fn grouped_events_count_as_alone_in_both_modes() {
         .expect("a group past the events is refused");
     assert_eq!(refused.kind(), ErrorKind::InvalidInput, "{refused}");
     assert!(refused.message().contains("event 2 of 2"), "{refused}");
+}
+
+/// The Linux backend, the cgroup v2 mount and a test cgroup `name` below it, or why a test of
+/// the BPF mode cannot run here (as a skip's need and reason).
+fn bpf_setting(name: &str) -> std::result::Result<(Chosen, PathBuf, TestCgroup), (Need, String)> {
+    let Ok(chosen) = open_default() else {
+        return Err((Need::System, "no backend is usable here".into()));
+    };
+    if chosen.name() != "linux" || !running_as_root() {
+        let why = "BPF and whole-CPU counting take root on Linux";
+        return Err((Need::Privilege, why.into()));
+    }
+    let Ok(unified) = counterhal::cgroups::unified_root() else {
+        return Err((Need::System, "no cgroup2 file system is mounted".into()));
+    };
+    match TestCgroup::new(&unified, name) {
+        Some(top) => Ok((chosen, unified, top)),
+        None => Err((
+            Need::Privilege,
+            format!("cannot make a cgroup under {}", unified.display()),
+        )),
+    }
 }
 
 /// Held by each test here: one at a time. The kernel skips a perf event's BPF program on a

@@ -37,6 +37,11 @@ fn perf_over(
     let devices = tree.join("bus/event_source/devices");
     let mut perf = perf_7_2_under(&devices, cpuid, Some(shim)).unwrap();
     let output = output_under(perf.arg("stat").args(args).arg("-a").args(workload));
+    said(&output)
+}
+
+/// A run's exit status, standard output and standard error.
+fn said(output: &std::process::Output) -> (bool, String, String) {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (
         output.status.success(),
@@ -71,12 +76,7 @@ fn ours_over(
         .env("LD_PRELOAD", shim)
         .output()
         .unwrap();
-    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    (
-        output.status.success(),
-        text(&output.stdout),
-        text(&output.stderr),
-    )
+    said(&output)
 }
 
 /// The events perf's `-vv` shows it opening on CPUs (pid -1; its probes open with pid 0).
