@@ -268,7 +268,7 @@ mod tests {
     /// the library's evaluator (the path of `examples/metrics.rs`, `Chosen::open_metrics` and
     /// the C API's `counterhal_metrics_read`), `counterhal stat -M`'s JSON, and the recording
     /// rules of `counterhal serve --rules` evaluated by Prometheus on the exporter's counters
-    /// for the same minute (value, seconds enabled and running per event).
+    /// for the same minute (value, seconds enabled and running per event, each its own group).
     ///
     /// Oracle: the formulas as Intel perfmon writes them (SPR/metrics/
     /// sapphirerapids_metrics.json, [`EXPECTED`]) on perf's scaling of a multiplexed count
@@ -331,15 +331,18 @@ mod tests {
             "rule_files: [rules.yml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    \
              input_series:\n",
         );
+        // Each event counted alone (times of its own: its own group), as serve exports it: the
+        // count names its event and group, the times the group.
         for (name, value, enabled, running) in READINGS {
-            for (series, end) in [
-                ("counterhal_event_total", value),
-                ("counterhal_event_enabled_seconds_total", enabled),
-                ("counterhal_event_running_seconds_total", running),
+            let event = format!("event=\"{name}\",");
+            for (series, labels, end) in [
+                ("counterhal_event_total", event.as_str(), value),
+                ("counterhal_event_enabled_seconds_total", "", enabled),
+                ("counterhal_event_running_seconds_total", "", running),
             ] {
                 _ = write!(
                     test,
-                    "      - series: '{series}{{event=\"{name}\",cpu=\"0\",pmu=\"cpu\",\
+                    "      - series: '{series}{{{labels}group=\"{name}\",cpu=\"0\",pmu=\"cpu\",\
                      instance=\"h\",job=\"counterhal\"}}'\n        values: '0 {end}'\n"
                 );
             }
