@@ -211,9 +211,9 @@ fn three_hundred_pods_of_software_events_are_eight_series_each() {
 /// core PMU has the six hardware events it reads, in both cgroup modes: each pod is 10
 /// series, the 8 counts and one pair of times for the group of the six hardware events
 /// (leader `instructions`, the first the metrics read), where each event's own pair made it
-/// 20. Each hardware count and the times name the group; the software counts name none; the
-/// group's time running is its time enabled (a group that always goes on), above 0 for the
-/// busy pods in the perf-event mode.
+/// 20. Each hardware count and the times name the group; the software counts name none; a
+/// group's time running is at most its time enabled, which is above 0 for the busy pods in the
+/// perf-event mode.
 /// Where the PMU refuses the group (as x86's `validate_group` refuses one its counters cannot
 /// hold), the events count alone, each its own group: 20 series a pod, as before groups.
 ///
@@ -303,17 +303,16 @@ fn the_daemonsets_metrics_on_six_hardware_events_are_ten_series_a_pod() {
                 "{mode} grouped {grouped} {pod}: {series:?}"
             );
             assert_eq!(series.len(), 8 + times.len(), "{mode} {pod}: {series:?}");
-            // A group of the preload's software clocks always goes on: it runs whenever it
-            // is enabled, in one pair of times as in six.
+            // Each group's times are a pair of counters: running never past enabled. (Under
+            // the preload every counter of every CPU counts on CPU 0: in CI's busy run the
+            // counters opened alone ran 0.05 s of 2.02 s enabled, so equal times are no claim
+            // this world can hold.)
             for group in &groups {
                 let time = |t: &str| {
                     series[&(format!("counterhal_event_{t}_seconds_total"), group.clone())]
                 };
-                assert_eq!(
-                    time("enabled"),
-                    time("running"),
-                    "{mode} {pod} {group}: {series:?}"
-                );
+                let (enabled, running) = (time("enabled"), time("running"));
+                assert!(running <= enabled, "{mode} {pod} {group}: {series:?}");
             }
         }
         if mode == "perf-events" {
