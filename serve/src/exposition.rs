@@ -84,22 +84,21 @@ pub fn write(
     }
     // A group's times once, the leader's (its members' are the same), labelled by the group.
     let leads = |event: &Exported| times.of(event) && event.leader.is_none();
-    series(
-        out,
-        format,
-        exporter,
-        &ENABLED,
-        (&mut labels, Of::Group),
-        |event, r| leads(event).then(|| seconds(r.time_enabled)),
-    );
-    series(
-        out,
-        format,
-        exporter,
-        &RUNNING,
-        (&mut labels, Of::Group),
-        |event, r| leads(event).then(|| seconds(r.time_running)),
-    );
+    let enabled = |r: &Reading| r.time_enabled;
+    let running = |r: &Reading| r.time_running;
+    for (family, time) in [
+        (&ENABLED, &enabled as &dyn Fn(&Reading) -> u64),
+        (&RUNNING, &running),
+    ] {
+        series(
+            out,
+            format,
+            exporter,
+            family,
+            (&mut labels, Of::Group),
+            |event, r| leads(event).then(|| seconds(time(r))),
+        );
+    }
     if !events.is_empty() {
         write_health(out, format, exporter, health);
     }
