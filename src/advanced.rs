@@ -3,24 +3,39 @@
 //! [`EventSetBuilder::add`](crate::EventSetBuilder::add).
 //!
 //! [`open_default`](crate::open_default) returns a [`Chosen`](crate::Chosen), which opens
-//! names on any [`Target`](crate::Target) and sums a process's threads or a list of CPUs for
+//! names on any [`Target`] and sums a process's threads or a list of CPUs for
 //! you. Reach here to read them one by one ([`MultiSet`] and its
 //! [`read_each`](MultiSet::read_each), as `counterhal stat -A` and `--per-thread` print, each
 //! row labelled with its [`Place`](crate::Place)), or to hold a backend picked at run time
 //! ([`AnyBackend`], e.g. one of [`registry::REGISTRY`](crate::registry::REGISTRY)'s device
 //! models), or to read a set from a signal handler ([`SharedReads`]: reads that take no lock
 //! and allocate nothing, which libpapi's `PAPI_read` and the C API's `counterhal_set_read`
-//! read through). Programming one backend target yourself is the `counterhal-hal` crate's,
-//! [`counterhal::hal`](crate::hal) (`Backend::open` on a
-//! [`BackendTarget`](crate::hal::BackendTarget): one thread, process or CPU, where a
-//! [`Target`](crate::Target) may stand for several, [`Target::targets`](crate::Target::targets)).
+//! read through). Programming one backend target yourself is the `counterhal-hal` crate's, a
+//! backend author's vocabulary documented there (`Backend::open` on a `BackendTarget`: one
+//! thread, process or CPU, where a [`Target`] may stand for several, [`backend_targets`]);
+//! the items here that name its types link to its documentation.
 
+use crate::Target;
 pub use crate::attach::MultiSet;
 #[cfg(unix)]
 pub use crate::command::{CountedCommand, Follow};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
-use counterhal_hal::DynBackend;
+use counterhal_hal::{BackendTarget, DynBackend};
 
 /// A backend chosen at run time, boxed (its methods are [`DynBackend`]'s).
 pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
+
+/// The backend targets `target` stands for now, one a thread or CPU (a process's threads are
+/// read from `/proc/PID/task`; the process alone, with what it creates, where the OS has no
+/// such directory): what [`MultiSet`] opens one set on each of.
+pub fn backend_targets(target: &Target) -> Vec<BackendTarget> {
+    target.targets()
+}
+
+/// Whether `backend` (one of [`backend_targets`]`(target)`) may be gone by the time its
+/// counters open without that being an error: a thread of a process other than its main
+/// thread (threads come and go).
+pub fn may_vanish(target: &Target, backend: &BackendTarget) -> bool {
+    target.may_vanish(backend)
+}

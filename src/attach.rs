@@ -160,7 +160,7 @@ impl Target {
     /// The backend targets this stands for now: a process's threads are read from
     /// `/proc/PID/task` (the process alone, with what it creates, where the OS has no such
     /// directory).
-    pub fn targets(&self) -> Vec<BackendTarget> {
+    pub(crate) fn targets(&self) -> Vec<BackendTarget> {
         match self {
             Target::ThisThread => vec![BackendTarget::ThisThread],
             Target::ThisThreadOnCpu(cpu) => vec![BackendTarget::ThisThreadOnCpu(*cpu)],
@@ -187,7 +187,7 @@ impl Target {
 
     /// Whether `target` may be gone by the time its counters open without that being an
     /// error: a thread of a process other than its main thread (threads come and go).
-    pub fn may_vanish(&self, target: &BackendTarget) -> bool {
+    pub(crate) fn may_vanish(&self, target: &BackendTarget) -> bool {
         match (self, target) {
             (Target::Process(pid), BackendTarget::Process { pid: tid, .. }) => tid != pid,
             (Target::Processes(pids), BackendTarget::Process { pid: tid, .. }) => {

@@ -4,6 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+/// Counting per cgroup, as [`Chosen::cgroup_counter`](crate::Chosen::cgroup_counter) hands
+/// it out: one counter following any number of cgroups, read per cgroup and CPU.
+pub use counterhal_hal::{
+    BoxedCgroupCounter, CgroupCounter, CgroupCounterOptions, CgroupCounts, CgroupMode,
+    CgroupModeChoice, ProgramSkips,
+};
 use counterhal_hal::{Error, ErrorKind, Result};
 use counterhal_system::System;
 
@@ -31,7 +37,7 @@ pub fn root() -> Result<PathBuf> {
 }
 
 /// The mount point of the (last) cgroup2 file system, the hierarchy the BPF mode of
-/// per-cgroup counting counts in ([`hal::CgroupCounter`](crate::hal::CgroupCounter)),
+/// per-cgroup counting counts in ([`Chosen::cgroup_counter`](crate::Chosen::cgroup_counter)),
 /// whether or not a v1 hierarchy has the `perf_event` controller
 /// ([`System::cgroup2_mount`]).
 ///

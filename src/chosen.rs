@@ -13,9 +13,11 @@ use crate::advanced::AnyBackend;
 #[cfg(unix)]
 use crate::command::{CountedCommand, Follow};
 use crate::{
-    AnyGroup, Capabilities, Error, EventSet, EventSetBuilder, OpenOptions, ResolvedEvent, Result,
-    Target, detect_cpu, detect_hybrid_core, open, set,
+    AnyGroup, Error, EventSet, EventSetBuilder, OpenOptions, Result, Target, detect_cpu,
+    detect_hybrid_core, open, set,
 };
+use counterhal_events::listing::{Listed, list_events_with};
+use counterhal_hal::{Capabilities, ResolvedEvent};
 
 /// The event database and the CPU model to resolve names against, and whether resolving
 /// may change the system to find a name (mount tracefs: off unless asked for).
@@ -277,6 +279,21 @@ impl Chosen {
     /// names); [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) for an event this backend cannot program.
     pub fn resolve(&self, name: &str) -> Result<ResolvedEvent> {
         self.backend.dyn_resolve(name)
+    }
+
+    /// The events whose name contains `pattern` (every event: `""`), as `counterhal list`
+    /// lists them: the generalized events, the presets, the CPU model's native events with
+    /// their unit masks and the backend's own, each saying whether it counts here and, where
+    /// it does not, why.
+    pub fn list(&self, pattern: &str, options: crate::listing::ListOptions) -> Vec<Listed> {
+        let context = self.context();
+        list_events_with(
+            context.database(),
+            context.model(),
+            Ok(self.backend()),
+            pattern,
+            options,
+        )
     }
 
     /// The backend's name, its [`Registration::name`](crate::Registration::name).

@@ -103,27 +103,18 @@
 //! (docs/library.md has the table).
 //!
 //! **For backend authors**: the vocabulary is the `counterhal-hal` crate (the `Backend` and
-//! `Group` traits, encodings, the backend's own target, `BackendTarget`: one thread, process
-//! or CPU, which [`hal`] names), the database `counterhal-events` ([`events`]);
+//! `Group` traits, encodings, capabilities, the backend's own target `BackendTarget`: one
+//! thread, process or CPU), the database `counterhal-events`; each is documented in its own
+//! crate, and this crate re-exports of them only what a program that counts needs (the few
+//! methods that hand out a backend's items, such as [`Chosen::resolve`], link there);
 //! a backend is a crate implementing them that registers itself (its `REGISTRATION`, a
 //! `counterhal_hal::Registration`), given a line in [`registry::REGISTRY`] and a Cargo feature
 //! here. ARCHITECTURE.md has the map.
 
-/// The event database, a public dependency of the facade with its own list of what it
-/// promises (`api/counterhal-events.txt`): the CPU models and their events, uncore events,
-/// the CPU detected ([`Context::database`](crate::Context::database),
-/// [`Context::cpu`](crate::Context::cpu)).
-pub use counterhal_events as events;
-/// The vocabulary every backend speaks, a public dependency of the facade with its own list
-/// of what it promises (`api/counterhal-hal.txt`): the `Backend` and `Group` traits, the
-/// backend's own targets, the encodings, a backend's capabilities (sampling, counting per
-/// cgroup), the generalized events. The types of the facade's signatures that are not at its
-/// root are named here.
-pub use counterhal_hal as hal;
 pub use counterhal_hal::{
-    Capabilities, CpuList, DeviceKind, Domain, Encoding, Error, ErrorKind, EventSet,
-    GeneralizedEvent, Group, OpenOptions, Overflow, OverflowCallback, Rate, Reading, Record,
-    ResolvedEvent, Result, Sample, SampleFields, SampleOptions, Sampler, Unit, Wakeup, Walked,
+    BoxedGroup, Countable, CpuList, Domain, Error, ErrorKind, EventSet, Group, OpenOptions,
+    Overflow, OverflowCallback, Rate, Reading, Record, Result, Sample, SampleFields, SampleOptions,
+    Sampler, Unit, Wakeup, Walked,
 };
 /// Launching the measured command on Unix (what [`Chosen::count_command`] takes), and how it
 /// ended (what a [`CommandCount`] holds).
@@ -144,6 +135,12 @@ pub mod system {
 }
 
 pub mod advanced;
+
+/// What [`Chosen::list`] lists: each event with its section, description, unit masks and
+/// whether it counts here.
+pub mod listing {
+    pub use counterhal_events::listing::{ListOptions, Listed, ListedUnitMask, Section};
+}
 mod attach;
 mod cgroup_counter;
 pub mod cgroups;
@@ -280,7 +277,7 @@ pub struct LibraryGuideExamples;
 mod tests {
     use super::*;
     use counterhal_conformance::skip::Need;
-    use counterhal_hal::{Backend, BackendExt};
+    use counterhal_hal::{Backend, BackendExt, DeviceKind, Encoding};
 
     /// Oracle: the kernel's `/proc/cpuinfo` (vendor, family, model and stepping, which the
     /// kernel decodes from CPUID leaf 1): the CPUID instruction names the same CPU here, and

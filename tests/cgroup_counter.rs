@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use counterhal::hal::{BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
 use counterhal::prelude::*;
 use counterhal::{Error, ErrorKind, Result};
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
+use counterhal_hal::{BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
 
 const EVENTS: [&str; 2] = ["page-faults", "task-clock"];
 

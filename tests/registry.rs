@@ -193,7 +193,7 @@ fn the_linux_backends_sampler_and_cgroup_counter_name_their_features() {
         );
     }
     if !cfg!(feature = "cgroup-counter") {
-        let auto = counterhal::hal::CgroupModeChoice::Auto;
+        let auto = counterhal_hal::CgroupModeChoice::Auto;
         let Err(refused) = chosen.cgroup_counter(&["task-clock"], &[0], auto) else {
             panic!("no cgroup counter without the `cgroup-counter` feature");
         };

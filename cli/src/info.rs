@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use counterhal::{Capabilities, DeviceKind, OS, REGISTRY};
+use counterhal::{OS, REGISTRY};
 use counterhal_hal::Backend;
+use counterhal_hal::{Capabilities, DeviceKind};
 use counterhal_system::System;
 
 use crate::error::CliError;

@@ -1,8 +1,9 @@
 //! The conformance runs behind `counterhal check`: the suite on this machine's backends (and,
 //! on request, on the device models), and the JSON report a user on any OS can send back.
 
-use counterhal::{Context, DeviceKind, OS, REGISTRY, Registration};
+use counterhal::{Context, OS, REGISTRY, Registration};
 use counterhal_conformance::{CaseResult, Outcome, Report};
+use counterhal_hal::DeviceKind;
 use counterhal_system::System;
 use serde_json::{Value, json};
 

@@ -2,7 +2,7 @@
 //! (`0x40000000 | index` into a table filled as names are enumerated or looked up), and the
 //! translation of PAPI's `perf::` names into the backend's.
 
-use facade::GeneralizedEvent;
+use counterhal_hal::GeneralizedEvent;
 
 use crate::perf_natives::{self, Placement, strip_perf};
 use crate::presets::presets;

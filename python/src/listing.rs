@@ -2,7 +2,7 @@
 //! `listing`, which the command and the C API list through) and the metrics of the CPU
 //! model's tables and the portable ones (the facade's `metrics` catalogue).
 
-use counterhal::events::listing::{ListOptions, Listed, list_events_with};
+use counterhal::listing::{ListOptions, Listed};
 use counterhal::metrics;
 use counterhal::system::System;
 use pyo3::prelude::*;
@@ -81,14 +81,7 @@ pub(crate) fn events(
     let session = session_or_default(py, session)?;
     let chosen = &session.get().chosen;
     Ok(py.detach(|| {
-        let context = chosen.context();
-        let listed = list_events_with(
-            context.database(),
-            context.model(),
-            Ok(chosen.backend()),
-            pattern,
-            ListOptions::new(),
-        );
+        let listed = chosen.list(pattern, ListOptions::new());
         listed
             .into_iter()
             .flat_map(flattened)

@@ -6,8 +6,9 @@
 
 use std::path::Path;
 
-use counterhal::{Chosen, Encoding, Error, ErrorKind, Group, OpenOptions, ResolvedEvent};
+use counterhal::{Chosen, Error, ErrorKind, Group, OpenOptions};
 use counterhal_hal::{BackendTarget, CpuList};
+use counterhal_hal::{Encoding, ResolvedEvent};
 use counterhal_system::{PerfAccess, PmuDevices, System};
 
 /// `perf_event_attr.type` of the software events; their configs 0 and 1 are the clocks.

@@ -115,8 +115,7 @@ pub fn run_on_targets<B: Backend>(
     // Per CPU (-A), every CPU counted has its lines, an event's that opened nowhere too
     // (perf prints `CPU0,<not supported>,...` where no event counts).
     let cpus = match plan.per_place {
-        true => attach
-            .targets()
+        true => counterhal::advanced::backend_targets(attach)
             .iter()
             .filter_map(|t| t.cpu_counted())
             .collect(),
@@ -195,7 +194,10 @@ fn has_ended(pid: u32) -> bool {
 /// count in the cgroup of `attach` at all (a software clock on its first CPU is refused), so
 /// that this is said once, not as every event's `<not supported>`.
 fn check_cgroup<B: Backend>(backend: &B, attach: &Attach) -> Result<(), CliError> {
-    let Some(target) = attach.targets().into_iter().next() else {
+    let Some(target) = counterhal::advanced::backend_targets(attach)
+        .into_iter()
+        .next()
+    else {
         return Ok(());
     };
     if !backend.capabilities().supports(&target) {

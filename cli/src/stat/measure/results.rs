@@ -53,7 +53,7 @@ fn shown_name(event: &ResolvedEvent) -> String {
     let tracepoint = matches!(
         event.terms.as_slice(),
         [term] if matches!(&term.request.encoding,
-            counterhal::Encoding::Perf(attr) if attr.type_ == counterhal_events::perf::TYPE_TRACEPOINT)
+            counterhal_hal::Encoding::Perf(attr) if attr.type_ == counterhal_events::perf::TYPE_TRACEPOINT)
     );
     match event.name.splitn(3, ':').collect::<Vec<_>>()[..] {
         [system, name, _modifiers] if tracepoint => format!("{system}:{name}"),

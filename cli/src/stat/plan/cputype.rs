@@ -5,7 +5,8 @@
 //! hybrid CPU's core PMUs (`cpu_core`, `cpu_atom`) keeps the part on that PMU; other events
 //! (software, tracepoints, uncore) are left as they are.
 
-use counterhal::{Encoding, Error};
+use counterhal::Error;
+use counterhal_hal::Encoding;
 
 use super::planned::Planned;
 

@@ -2,10 +2,11 @@
 //! (the last of the `-e` values on the command line before the `--filter`), and set on the
 //! event as it opens (`PERF_EVENT_IOC_SET_FILTER`, [`counterhal::PerfAttr::filter`]).
 
-use counterhal::{Encoding, Error, ErrorKind, OpenOptions};
+use counterhal::{Error, ErrorKind, OpenOptions};
 use counterhal_events::perf::TYPE_TRACEPOINT;
 use counterhal_hal::Backend;
 use counterhal_hal::BackendTarget;
+use counterhal_hal::Encoding;
 
 use super::planned::Planned;
 use crate::stat::arguments::StatArgs;

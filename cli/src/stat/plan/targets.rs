@@ -223,7 +223,7 @@ mod tests {
     #[test]
     fn cpu_lists_parse_merge_and_keep_the_hint() {
         assert_eq!(
-            Attach::Cpus(parse_cpu_list("0,2-3").unwrap()).targets(),
+            counterhal::advanced::backend_targets(&Attach::Cpus(parse_cpu_list("0,2-3").unwrap())),
             [
                 counterhal_hal::BackendTarget::Cpu(0),
                 counterhal_hal::BackendTarget::Cpu(2),
@@ -340,8 +340,7 @@ mod tests {
             panic!("{alone:?}");
         };
         // This test runs among the harness's threads: several, or this one.
-        let tids: Vec<u32> = attach
-            .targets()
+        let tids: Vec<u32> = counterhal::advanced::backend_targets(&attach)
             .into_iter()
             .map(|t| match t {
                 counterhal_hal::BackendTarget::Process { pid, inherit } => {

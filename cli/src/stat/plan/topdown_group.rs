@@ -5,9 +5,9 @@
 //! slots first, then the topdown events (`parse_events__sort_events_and_fix_groups` in
 //! tools/perf/util/parse-events.c, `arch_evlist__cmp` in tools/perf/arch/x86/util/evlist.c).
 
-#[cfg(target_os = "linux")]
-use counterhal::Encoding;
 use counterhal_hal::Backend;
+#[cfg(target_os = "linux")]
+use counterhal_hal::Encoding;
 
 /// Where an event stands in the forced group: slots leads, metric events follow. (Only Linux
 /// has the events: elsewhere no event is of either kind.)
@@ -48,7 +48,7 @@ fn kind_of_encoding(encoding: &Encoding) -> Option<Kind> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn kind_of_encoding(_: &counterhal::Encoding) -> Option<Kind> {
+fn kind_of_encoding(_: &counterhal_hal::Encoding) -> Option<Kind> {
     None
 }
 

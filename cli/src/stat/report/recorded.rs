@@ -8,8 +8,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use counterhal::{Encoding, Error};
+use counterhal::Error;
 use counterhal_events::perf;
+use counterhal_hal::Encoding;
 use counterhal_hal::SoftwareEvent;
 
 use super::Report;
