@@ -15,16 +15,14 @@
 //! thread, process or CPU, where a [`Target`] may stand for several, [`backend_targets`]);
 //! the items here that name its types link to its documentation.
 
-use crate::Target;
 pub use crate::attach::MultiSet;
+use crate::attach::Target;
+pub use crate::chosen::AnyBackend;
 #[cfg(unix)]
 pub use crate::command::{CountedCommand, Follow};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
-use counterhal_hal::{BackendTarget, DynBackend};
-
-/// A backend chosen at run time, boxed (its methods are [`DynBackend`]'s).
-pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
+use counterhal_hal::BackendTarget;
 
 /// The backend targets `target` stands for now, one a thread or CPU (a process's threads are
 /// read from `/proc/PID/task`; the process alone, with what it creates, where the OS has no

@@ -7,7 +7,7 @@ use counterhal_hal::{
     BoxedCgroupCounter, CgroupCounterOptions, CgroupModeChoice, Error, ErrorKind, Result,
 };
 
-use crate::Chosen;
+use crate::chosen::Chosen;
 
 impl Chosen {
     /// Counts the events `names` on `cpus`, per cgroup, in the mode `mode` asks for
@@ -51,7 +51,7 @@ impl Chosen {
             ))
             .with_hint("counting per cgroup needs a backend that can (see `counterhal info`)"));
         };
-        crate::set::refuse_duplicates(names)?;
+        crate::open::refuse_duplicates(names)?;
         let mut requests = Vec::with_capacity(names.len());
         for name in names {
             let mut resolved = self.resolve(name)?;

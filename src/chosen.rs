@@ -5,19 +5,21 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use counterhal_events::{CpuIdentity, Database};
-use counterhal_hal::Backend;
+use counterhal_hal::{Backend, DynBackend};
 
+use crate::attach::Target;
 #[cfg(unix)]
-use crate::CommandCount;
-use crate::advanced::AnyBackend;
+use crate::command::CommandCount;
 #[cfg(unix)]
 use crate::command::{CountedCommand, Follow};
-use crate::{
-    AnyGroup, Error, EventSet, EventSetBuilder, OpenOptions, Result, Target, detect_cpu,
-    detect_hybrid_core, open, set,
-};
-use counterhal_events::listing::{Listed, list_events_with};
+use crate::group::AnyGroup;
+use crate::open;
+use counterhal_events::listing::{ListOptions, Listed, list_events_with};
 use counterhal_hal::{Capabilities, ResolvedEvent};
+use counterhal_hal::{Error, EventSet, OpenOptions, Result};
+
+/// A backend chosen at run time, boxed (its methods are `counterhal_hal::DynBackend`'s).
+pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
 
 /// The event database and the CPU model to resolve names against, and whether resolving
 /// may change the system to find a name (mount tracefs: off unless asked for).
@@ -186,14 +188,14 @@ impl Chosen {
     /// # Errors
     /// As [`Backend::resolve`] (with the event named) and [`Backend::open`];
     /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) for a process or thread that does not exist;
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name given twice (as [`EventSetBuilder::add`]).
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name given twice (as a builder refuses it).
     pub fn open_named(
         &self,
         names: &[&str],
         target: &Target,
         options: &OpenOptions,
     ) -> Result<EventSet<AnyGroup>> {
-        set::refuse_duplicates(names)?;
+        open::refuse_duplicates(names)?;
         let events = names
             .iter()
             .map(|name| Backend::resolve(self, name))
@@ -227,7 +229,7 @@ impl Chosen {
         command: impl Into<counterhal_process::Launch>,
         options: &OpenOptions,
     ) -> Result<CommandCount> {
-        set::refuse_duplicates(names)?;
+        open::refuse_duplicates(names)?;
         let events = names
             .iter()
             .map(|name| Backend::resolve(self, name))
@@ -285,7 +287,7 @@ impl Chosen {
     /// lists them: the generalized events, the presets, the CPU model's native events with
     /// their unit masks and the backend's own, each saying whether it counts here and, where
     /// it does not, why.
-    pub fn list(&self, pattern: &str, options: crate::listing::ListOptions) -> Vec<Listed> {
+    pub fn list(&self, pattern: &str, options: ListOptions) -> Vec<Listed> {
         let context = self.context();
         list_events_with(
             context.database(),
@@ -316,14 +318,6 @@ impl Chosen {
     pub fn cpu_model(&self) -> Option<&str> {
         self.context.model.as_deref()
     }
-
-    /// An empty set for `target`, to be filled one event at a time
-    /// ([`EventSetBuilder::add`]) and opened as [`open_named`](Chosen::open_named) opens:
-    /// what `open_named` cannot do, each name tried as it is added, with its own result, so
-    /// that a name that cannot join is left out and the rest still open (PAPI's event sets).
-    pub fn builder(&self, target: Target, options: OpenOptions) -> EventSetBuilder<'_> {
-        EventSetBuilder::new(self, target, options)
-    }
 }
 
 /// The chosen backend, opening groups of [`AnyGroup`] (the backend's group, boxed): a
@@ -334,5 +328,65 @@ impl counterhal_hal::OpensThrough for Chosen {
 
     fn through(&self) -> &AnyBackend {
         &self.backend
+    }
+}
+/// This machine's CPU: on Linux on Arm64 from the MIDR in sysfs, on other Linux machines from
+/// `/proc/cpuinfo` (the kernel's decoding of the signature, which folds the extended model in
+/// for every family from 6, where the SDM's rule for CPUID stops at 6 and 0xF: Zhaoxin's family
+/// 7 differs), else from the CPUID instruction (x86, any OS); `None` elsewhere. The MIDR files
+/// are looked for only on Arm.
+pub(crate) fn detect_cpu() -> Option<CpuIdentity> {
+    let system = counterhal_system::System::host();
+    let arm = if cfg!(any(target_arch = "aarch64", target_arch = "arm")) {
+        arm_cpu(&system)
+    } else {
+        None
+    };
+    arm.or_else(|| CpuIdentity::from_proc_cpuinfo(system.cpuinfo()?.text()))
+        .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
+}
+
+/// An Arm CPU, from the MIDR Linux shows for the CPU this thread last ran on (only arm64
+/// kernels have the file), else for CPU 0: on a big.LITTLE system each kind of core has its
+/// own MIDR and its own table, as a hybrid x86 chip's cores have.
+fn arm_cpu(system: &counterhal_system::System) -> Option<CpuIdentity> {
+    let midr = |cpu: u32| CpuIdentity::from_midr(system.midr(cpu)?);
+    system
+        .thread_self_stat()
+        .and_then(|stat| midr(stat.processor))
+        .or_else(|| midr(0))
+}
+
+/// On a hybrid x86 chip, the core the calling thread runs on (CPUID leaf 0x1A); `None`
+/// elsewhere.
+pub(crate) fn detect_hybrid_core() -> Option<counterhal_events::HybridCore> {
+    counterhal_x86::hybrid_core(&counterhal_x86::CpuidInstruction)
+        .ok()
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use counterhal_conformance::skip::Need;
+
+    /// Oracle: the kernel's `/proc/cpuinfo` (vendor, family, model and stepping, which the
+    /// kernel decodes from CPUID leaf 1): the CPUID instruction names the same CPU here, and
+    /// detection returns it.
+    #[test]
+    fn cpuid_and_the_os_agree_on_the_cpu() {
+        let (Some(from_os), Ok(from_cpuid)) = (
+            counterhal_system::System::host()
+                .cpuinfo()
+                .and_then(|info| CpuIdentity::from_proc_cpuinfo(info.text())),
+            counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction),
+        ) else {
+            counterhal_conformance::skip!(
+                Need::Platform,
+                "needs /proc/cpuinfo and an x86 CPU to compare"
+            );
+        };
+        assert_eq!(from_os, from_cpuid);
+        assert_eq!(detect_cpu(), Some(from_os));
     }
 }

@@ -60,7 +60,10 @@ use ::criterion::Throughput;
 use ::criterion::measurement::{Measurement, ValueFormatter};
 use counterhal_hal::{EventSet, Group, OpenOptions, Reading, Result};
 
-use crate::{AnyGroup, Chosen, Target, open_default};
+use crate::attach::Target;
+use crate::chosen::Chosen;
+use crate::group::AnyGroup;
+use crate::setup::open_default;
 
 /// Counts events on a target, as criterion's [`Measurement`]: each sample is the first
 /// event's count (scaled where the kernel multiplexed it) between criterion's `start` and
@@ -165,7 +168,7 @@ impl EventMeasurement {
         options: &OpenOptions,
     ) -> Result<Self> {
         let Some(first) = names.first() else {
-            return Err(crate::Error::invalid_input(
+            return Err(counterhal_hal::Error::invalid_input(
                 "a measurement counts at least one event; name one",
             ));
         };

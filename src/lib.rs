@@ -172,96 +172,12 @@ pub use control::{Control, ControlCommand};
 pub use group::AnyGroup;
 pub use open::split_event_list;
 pub use region::{RegionReport, RegionTotals, Regions};
-pub use registry::{REGISTRY, Registration, registration};
+pub use registry::{
+    OS, Probe, REGISTRY, Registration, native_backends, probe, probe_all, registration,
+};
 pub use sampling::AnySampler;
 pub use set::{EventSetBuilder, Query, query};
 pub use setup::{Setup, open_default};
-
-use advanced::AnyBackend;
-use counterhal_events::CpuIdentity;
-
-/// The operating system this build targets, as printed by `counterhal info`.
-pub const OS: &str = std::env::consts::OS;
-
-/// The backends whose real device can exist on this OS, in the order they are tried.
-pub fn native_backends() -> impl Iterator<Item = &'static Registration> {
-    REGISTRY.iter().filter(|r| r.runs_here())
-}
-
-/// This machine's CPU: on Linux on Arm64 from the MIDR in sysfs, on other Linux machines from
-/// `/proc/cpuinfo` (the kernel's decoding of the signature, which folds the extended model in
-/// for every family from 6, where the SDM's rule for CPUID stops at 6 and 0xF: Zhaoxin's family
-/// 7 differs), else from the CPUID instruction (x86, any OS); `None` elsewhere. The MIDR files
-/// are looked for only on Arm.
-pub(crate) fn detect_cpu() -> Option<CpuIdentity> {
-    let system = counterhal_system::System::host();
-    let arm = if cfg!(any(target_arch = "aarch64", target_arch = "arm")) {
-        arm_cpu(&system)
-    } else {
-        None
-    };
-    arm.or_else(|| CpuIdentity::from_proc_cpuinfo(system.cpuinfo()?.text()))
-        .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
-}
-
-/// An Arm CPU, from the MIDR Linux shows for the CPU this thread last ran on (only arm64
-/// kernels have the file), else for CPU 0: on a big.LITTLE system each kind of core has its
-/// own MIDR and its own table, as a hybrid x86 chip's cores have.
-fn arm_cpu(system: &counterhal_system::System) -> Option<CpuIdentity> {
-    let midr = |cpu: u32| CpuIdentity::from_midr(system.midr(cpu)?);
-    system
-        .thread_self_stat()
-        .and_then(|stat| midr(stat.processor))
-        .or_else(|| midr(0))
-}
-
-/// On a hybrid x86 chip, the core the calling thread runs on (CPUID leaf 0x1A); `None`
-/// elsewhere.
-pub(crate) fn detect_hybrid_core() -> Option<counterhal_events::HybridCore> {
-    counterhal_x86::hybrid_core(&counterhal_x86::CpuidInstruction)
-        .ok()
-        .flatten()
-}
-
-/// One backend's probe: the backend, or why it cannot be used here.
-pub struct Probe {
-    /// Which backend.
-    pub registration: &'static Registration,
-    /// The usable backend, or the reason it is not.
-    pub result: Result<AnyBackend>,
-}
-
-/// Probes one backend on this machine's real device.
-///
-/// # Errors
-/// [`ErrorKind::Unsupported`] when the backend's device does not exist on this OS; otherwise
-/// what the backend's probe says (device missing, permission denied, ...).
-pub fn probe(registration: &Registration, context: &Context) -> Result<AnyBackend> {
-    if !registration.runs_here() {
-        let hint = match registration.model {
-            Some(_) => "its device model runs anywhere: `counterhal check --models`",
-            None => "`counterhal info` lists the backends of this system",
-        };
-        return Err(Error::unsupported(format!(
-            "the {} backend ({}) runs on {}, not on {OS}",
-            registration.name,
-            registration.interface,
-            registration.systems.join(", ")
-        ))
-        .with_hint(hint));
-    }
-    (registration.probe)(context)
-}
-
-/// Probes every backend of this OS, in order.
-pub fn probe_all(context: &Context) -> Vec<Probe> {
-    native_backends()
-        .map(|registration| Probe {
-            registration,
-            result: probe(registration, context),
-        })
-        .collect()
-}
 
 /// The README's examples, compiled as doc tests so they stay true.
 #[cfg(doctest)]
@@ -276,28 +192,7 @@ pub struct LibraryGuideExamples;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use counterhal_conformance::skip::Need;
     use counterhal_hal::{Backend, BackendExt, DeviceKind, Encoding};
-
-    /// Oracle: the kernel's `/proc/cpuinfo` (vendor, family, model and stepping, which the
-    /// kernel decodes from CPUID leaf 1): the CPUID instruction names the same CPU here, and
-    /// detection returns it.
-    #[test]
-    fn cpuid_and_the_os_agree_on_the_cpu() {
-        let (Some(from_os), Ok(from_cpuid)) = (
-            counterhal_system::System::host()
-                .cpuinfo()
-                .and_then(|info| CpuIdentity::from_proc_cpuinfo(info.text())),
-            counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction),
-        ) else {
-            counterhal_conformance::skip!(
-                Need::Platform,
-                "needs /proc/cpuinfo and an x86 CPU to compare"
-            );
-        };
-        assert_eq!(from_os, from_cpuid);
-        assert_eq!(detect_cpu(), Some(from_os));
-    }
 
     #[test]
     fn a_backend_of_another_os_says_why() {

@@ -10,7 +10,8 @@ use counterhal_hal::{
 };
 
 use crate::attach::MultiSet;
-use crate::{AnyGroup, Target};
+use crate::attach::Target;
+use crate::group::AnyGroup;
 
 /// The events of one list as `perf stat -e` takes them: split at commas, but not inside a PMU event's `/.../` (whose
 /// terms are comma-separated: `cpu/event=0x3c,umask=0x1/`) or a group's `{...}`.
@@ -244,4 +245,19 @@ where
     fn through(&self) -> &B {
         self.0
     }
+}
+/// The error of a name given twice to one set.
+pub(crate) fn already(name: &str) -> Error {
+    Error::invalid_input(format!("`{name}` is in the set already"))
+        .with_hint("each event is counted once; read its value as often as needed")
+}
+
+/// Refuses `names` when one is given twice, as [`EventSetBuilder::add`](crate::EventSetBuilder::add) refuses it.
+pub(crate) fn refuse_duplicates(names: &[&str]) -> Result<()> {
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(already(name));
+        }
+    }
+    Ok(())
 }

@@ -27,10 +27,13 @@
 //! # Ok::<(), counterhal::Error>(())
 //! ```
 
+pub use crate::attach::{Place, Target, online_cpus};
+pub use crate::chosen::Chosen;
 #[cfg(unix)]
-pub use crate::CommandCount;
-pub use crate::{
-    AnyGroup, AnySampler, Chosen, Domain, EventSet, EventSetBuilder, Place, Reading, Record,
-    SampleFields, SampleOptions, Setup, Target, online_cpus, open_default, query,
-};
-pub use crate::{Group as _, Sampler as _};
+pub use crate::command::CommandCount;
+pub use crate::group::AnyGroup;
+pub use crate::sampling::AnySampler;
+pub use crate::set::{EventSetBuilder, query};
+pub use crate::setup::{Setup, open_default};
+pub use counterhal_hal::{Domain, EventSet, Reading, Record, SampleFields, SampleOptions};
+pub use counterhal_hal::{Group as _, Sampler as _};

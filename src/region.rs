@@ -43,7 +43,7 @@ use std::sync::{Mutex, Once, OnceLock};
 use counterhal_hal::{Backend, BoxedGroup, Error, EventSet, Group, OpenOptions, Reading, Result};
 use counterhal_hal::{BackendTarget, ResolvedEvent};
 
-use crate::AnyBackend;
+use crate::chosen::AnyBackend;
 use crate::set::trial_for_add;
 
 mod names;
@@ -106,7 +106,7 @@ thread_local! {
 fn one_at_a_time<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     if INSIDE.with(|inside| inside.replace(true)) {
         return Err(Error::new(
-            crate::ErrorKind::Busy,
+            counterhal_hal::ErrorKind::Busy,
             "a region call was made inside another on the same thread (from a signal handler): \
              regions are not async-signal-safe",
         )
@@ -205,7 +205,7 @@ impl Regions {
                     "end it before beginning it again, or give the inner one its own name",
                 ));
             }
-            let (real, cpu) = (crate::time::real_ns(), crate::time::thread_cpu_ns());
+            let (real, cpu) = (counterhal_time::real_ns(), counterhal_time::thread_cpu_ns());
             if let Some(set) = &mut counters.set {
                 set.read(&mut counters.scratch)?;
             }
@@ -258,7 +258,7 @@ impl Regions {
                 ))
                 .with_hint("begin and end a region in the same process")
             })?;
-            let (real, cpu) = (crate::time::real_ns(), crate::time::thread_cpu_ns());
+            let (real, cpu) = (counterhal_time::real_ns(), counterhal_time::thread_cpu_ns());
             let OpenRegion {
                 name: index,
                 start,
@@ -333,7 +333,7 @@ impl Regions {
         let counting = COUNTERS.try_with(|cell| {
             let Ok(mut all) = cell.try_borrow_mut() else {
                 return Err(Error::new(
-                    crate::ErrorKind::Busy,
+                    counterhal_hal::ErrorKind::Busy,
                     "this thread's region counters are in use by the call it interrupted",
                 ));
             };
@@ -407,7 +407,7 @@ impl Global {
     /// [`EVENTS_VAR`]; the report is written at exit (the hook is registered once: a child
     /// inherits it).
     fn new(pid: u32, forked: bool) -> Global {
-        let regions = crate::open_default().map(|chosen| {
+        let regions = crate::setup::open_default().map(|chosen| {
             let names = std::env::var(EVENTS_VAR).unwrap_or_else(|_| DEFAULT_EVENTS.into());
             let names: Vec<&str> = names.split(',').collect();
             Regions::new(chosen.into_backend(), &names)
@@ -609,7 +609,7 @@ mod tests {
     /// work grows with the names, not with their square.
     #[test]
     fn region_names_are_found_without_comparing_every_name_known() {
-        let Ok(chosen) = crate::open_default() else {
+        let Ok(chosen) = crate::setup::open_default() else {
             skip!(Need::System, "no backend works here");
         };
         let regions = Regions::new(chosen.into_backend(), &[]);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use counterhal_events::Database;
 use counterhal_hal::{Error, Given, Result};
 
-use crate::{AnyBackend, Context, OS};
+use crate::chosen::{AnyBackend, Context};
 
 /// One backend of this build, as the faces use it: its crate's registration (its `REGISTRATION`,
 /// a `counterhal_hal::Registration`), its functions taking a [`Context`].
@@ -27,7 +27,7 @@ pub struct Registration {
     /// Where it was verified on this project's machines, in one line (README.md's table).
     pub verified: &'static str,
     /// The operating systems (as `std::env::consts::OS` names them) where its real device
-    /// exists. [`crate::probe_all`] tries the backends of this OS in registry order.
+    /// exists. [`probe_all`] tries the backends of this OS in registry order.
     pub systems: &'static [&'static str],
     /// Makes the backend over the real device (what [`crate::probe`] calls on its systems).
     pub(crate) probe: fn(&Context) -> Result<AnyBackend>,
@@ -299,6 +299,54 @@ pub fn names() -> Vec<&'static str> {
     REGISTRY.iter().map(|r| r.name).collect()
 }
 
+/// The operating system this build targets, as printed by `counterhal info`.
+pub const OS: &str = std::env::consts::OS;
+
+/// The backends whose real device can exist on this OS, in the order they are tried.
+pub fn native_backends() -> impl Iterator<Item = &'static Registration> {
+    REGISTRY.iter().filter(|r| r.runs_here())
+}
+
+/// One backend's probe: the backend, or why it cannot be used here.
+pub struct Probe {
+    /// Which backend.
+    pub registration: &'static Registration,
+    /// The usable backend, or the reason it is not.
+    pub result: Result<AnyBackend>,
+}
+
+/// Probes one backend on this machine's real device.
+///
+/// # Errors
+/// [`ErrorKind::Unsupported`](counterhal_hal::ErrorKind::Unsupported) when the backend's device does not exist on this OS; otherwise
+/// what the backend's probe says (device missing, permission denied, ...).
+pub fn probe(registration: &Registration, context: &Context) -> Result<AnyBackend> {
+    if !registration.runs_here() {
+        let hint = match registration.model {
+            Some(_) => "its device model runs anywhere: `counterhal check --models`",
+            None => "`counterhal info` lists the backends of this system",
+        };
+        return Err(Error::unsupported(format!(
+            "the {} backend ({}) runs on {}, not on {OS}",
+            registration.name,
+            registration.interface,
+            registration.systems.join(", ")
+        ))
+        .with_hint(hint));
+    }
+    (registration.probe)(context)
+}
+
+/// Probes every backend of this OS, in order.
+pub fn probe_all(context: &Context) -> Vec<Probe> {
+    native_backends()
+        .map(|registration| Probe {
+            registration,
+            result: probe(registration, context),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,7 +355,7 @@ mod tests {
     /// MSRs.
     #[test]
     fn backends_per_os() {
-        let native: Vec<&str> = crate::native_backends().map(|r| r.name).collect();
+        let native: Vec<&str> = native_backends().map(|r| r.name).collect();
         if cfg!(target_os = "linux") {
             assert_eq!(native, ["linux", "msr"]);
         }

@@ -8,7 +8,8 @@ use counterhal_hal::{
     Result, SampleOptions, Sampler, Walked,
 };
 
-use crate::{Chosen, Target};
+use crate::attach::Target;
+use crate::chosen::Chosen;
 
 /// A sampler on the chosen backend: [`Sampler`]'s methods, and overflow callbacks where the
 /// backend has them (Linux: a queued real-time signal to the thread that asked).

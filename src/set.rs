@@ -7,7 +7,9 @@ use counterhal_hal::{
     OpenOptions, ResolvedEvent, Result, countable_form,
 };
 
-use crate::{AnyGroup, Chosen, Target};
+use crate::attach::Target;
+use crate::chosen::Chosen;
+use crate::group::AnyGroup;
 
 /// perf's `attr.type` of software events, which take no counter and join any group.
 const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -145,7 +147,7 @@ impl<'b> EventSetBuilder<'b> {
 
     fn add_resolved(&mut self, event: ResolvedEvent) -> Result<usize> {
         if self.events.iter().any(|e| e.name == event.name) {
-            return Err(already(&event.name));
+            return Err(crate::open::already(&event.name));
         }
         let trial = trial_for_add(
             self.backend.capabilities(),
@@ -244,20 +246,14 @@ pub fn query<B: Backend + ?Sized>(backend: &B, name: &str) -> Query {
     }
 }
 
-/// The error of a name given twice to one set.
-fn already(name: &str) -> Error {
-    Error::invalid_input(format!("`{name}` is in the set already"))
-        .with_hint("each event is counted once; read its value as often as needed")
-}
-
-/// Refuses `names` when one is given twice, as [`EventSetBuilder::add`] refuses it.
-pub(crate) fn refuse_duplicates(names: &[&str]) -> Result<()> {
-    for (i, name) in names.iter().enumerate() {
-        if names[..i].contains(name) {
-            return Err(already(name));
-        }
+impl Chosen {
+    /// An empty set for `target`, to be filled one event at a time
+    /// ([`EventSetBuilder::add`]) and opened as [`open_named`](Chosen::open_named) opens:
+    /// what `open_named` cannot do, each name tried as it is added, with its own result, so
+    /// that a name that cannot join is left out and the rest still open (PAPI's event sets).
+    pub fn builder(&self, target: Target, options: OpenOptions) -> EventSetBuilder<'_> {
+        EventSetBuilder::new(self, target, options)
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Chosen, Context, Error, OS, Result, probe, probe_all, registration, registry};
+use crate::chosen::{Chosen, Context};
+use crate::registry::{self, OS, probe, probe_all, registration};
+use counterhal_hal::{Error, Result};
 
 /// Opens the first backend that works here, with the shipped database (plus
 /// `COUNTERHAL_EVENTS`) and the detected CPU model: `Setup::new().open()`, the shorthand for a
@@ -136,7 +138,7 @@ impl Setup {
         if let Some(root) = &self.sysfs {
             let reader = match named {
                 Some(registration) => registration.sysfs,
-                None => crate::REGISTRY.iter().find_map(|r| r.sysfs),
+                None => registry::REGISTRY.iter().find_map(|r| r.sysfs),
             };
             let Some(over_tree) = reader else {
                 return Err(no_sysfs_reader(named.map(|r| r.name), root));

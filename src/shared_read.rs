@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockWriteGuard, TryLockError};
 
 use counterhal_hal::{EventSet, Group, Reading};
 
-use crate::AnyGroup;
+use crate::group::AnyGroup;
 
 /// How many reads of one set may run at once, each with its own scratch: a thread and the
 /// signal handlers nested on it, or several threads. One more is refused

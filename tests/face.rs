@@ -426,6 +426,7 @@ fn the_face_has_at_most_150_items() {
         .skip(1)
         .filter_map(|rest| rest.split('"').next())
         .filter(|href| href.ends_with(".html"))
+        .map(|href| href.rsplit('/').next().unwrap_or(href))
         .collect();
     items.sort_unstable();
     items.dedup();

@@ -8,7 +8,10 @@ use super::{
     Machine, MetricDef, NamedReading, System, Threshold, chosen, classify, evaluate, events_needed,
     readable,
 };
-use crate::{AnyGroup, Chosen, Error, EventSet, Result, Target};
+use crate::attach::Target;
+use crate::chosen::Chosen;
+use crate::group::AnyGroup;
+use counterhal_hal::{Error, EventSet, Result};
 
 /// Metrics opened on a target by [`Chosen::open_metrics`]: the events they read, counted as
 /// one set, disabled until [`enable`](MetricSet::enable).
@@ -50,7 +53,7 @@ impl Chosen {
     /// `target`: the events they read, resolved here and opened as one set, disabled.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name that is no
+    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for a name that is no
     /// metric or group of the model (with the nearest names);
     /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) for a metric that reads a
     /// machine fact not known here; as [`Chosen::open_named`] for the events, the error
@@ -137,7 +140,7 @@ impl MetricSet {
     /// As [`Group::enable`].
     pub fn enable(&mut self) -> Result<()> {
         self.set.enable()?;
-        self.enabled_at.get_or_insert_with(crate::time::real_ns);
+        self.enabled_at.get_or_insert_with(counterhal_time::real_ns);
         Ok(())
     }
 
@@ -148,7 +151,7 @@ impl MetricSet {
     pub fn disable(&mut self) -> Result<()> {
         self.set.disable()?;
         if let Some(at) = self.enabled_at.take() {
-            self.enabled_ns += crate::time::real_ns().saturating_sub(at);
+            self.enabled_ns += counterhal_time::real_ns().saturating_sub(at);
         }
         Ok(())
     }
@@ -161,7 +164,7 @@ impl MetricSet {
         self.set.read(&mut self.readings)?;
         let running = self
             .enabled_at
-            .map_or(0, |at| crate::time::real_ns().saturating_sub(at));
+            .map_or(0, |at| counterhal_time::real_ns().saturating_sub(at));
         let length_ns = self.enabled_ns + running;
         let counted = self.readings();
         Ok(self
@@ -209,16 +212,16 @@ mod tests {
     /// is no metric is bad input.
     #[test]
     fn a_metric_that_cannot_count_here_is_refused_by_name() {
-        let Ok(backend) = crate::open_default() else {
+        let Ok(backend) = crate::setup::open_default() else {
             skip!(Need::System, "no counter backend here");
         };
         let this_thread = Target::this_thread();
         let options = OpenOptions::default();
         let unknown = backend.open_metrics(&["No_Such_Metric"], &this_thread, &options);
         let e = unknown.err().expect("not a metric");
-        assert_eq!(e.kind(), crate::ErrorKind::InvalidInput, "{e}");
+        assert_eq!(e.kind(), counterhal_hal::ErrorKind::InvalidInput, "{e}");
         assert!(e.message().contains("No_Such_Metric"), "{e}");
-        if crate::query(&backend, "cycles").usable() {
+        if crate::set::query(&backend, "cycles").usable() {
             return; // a PMU here: IPC counts
         }
         let e = backend

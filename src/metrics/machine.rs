@@ -135,7 +135,7 @@ pub fn constant(machine: &Machine, name: &str) -> Option<f64> {
 /// The CPUs online on `system` (this machine's as [`crate::online_cpus`] reads them).
 fn online_cpus(system: &System) -> counterhal_hal::CpuList {
     match *system == System::host() {
-        true => crate::online_cpus(),
+        true => crate::attach::online_cpus(),
         false => system
             .online_cpus()
             .map(counterhal_hal::CpuList::from_cpus)

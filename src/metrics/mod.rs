@@ -23,8 +23,8 @@ pub use counterhal_events::Threshold;
 use counterhal_events::expression;
 use counterhal_events::{Metric, MetricTable, shipped_metric_models, shipped_metrics};
 
-use crate::system::System;
-use crate::{Error, Reading};
+use counterhal_hal::{Error, Reading};
+use counterhal_system::System;
 
 mod counter;
 pub mod machine;
