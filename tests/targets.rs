@@ -487,7 +487,7 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     let backend = match counterhal_linux::probe_with(
         context.database().clone(),
         context.model().map(str::to_owned),
-        counterhal_linux::SystemPaths::under(&root),
+        counterhal::system::System::host().with_sysfs(&root),
     ) {
         Ok(backend) => backend,
         Err(e) => skip!(Need::System, "the Linux backend does not open here: {e}"),

@@ -95,7 +95,7 @@ mod tests {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("midr_el1"), format!("{midr}\n")).unwrap();
         }
-        let pmus = crate::sysfs::core_pmus(&devices);
+        let pmus = crate::sysfs::core_pmus(&counterhal_system::PmuDevices::at(&devices));
         assert_eq!(pmus.len(), 2);
         let database = Database::shipped().unwrap();
         let accepts = Accepts::new(

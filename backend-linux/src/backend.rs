@@ -16,12 +16,12 @@ use counterhal_hal::{
     GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope, TargetSupport,
     check_family, countable_form,
 };
+use counterhal_system::System;
 
 use crate::attr::{Placement, build_attr};
 use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
 use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
-use crate::paths::SystemPaths;
 use crate::raw::{RawFormat, raw_attr};
 use crate::rdpmc::{UserAccess, on_core_pmu};
 use crate::sys::{self, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit};
@@ -37,7 +37,8 @@ pub struct LinuxBackend {
     capabilities: Capabilities,
     db: Arc<Database>,
     cpu: Option<String>,
-    paths: SystemPaths,
+    /// The system its PMUs, tracepoints and facts are read from.
+    system: System,
     facts: Arc<SystemFacts>,
     /// Whether `inherit` takes `PERF_FORMAT_GROUP` here: found by the probe (or, for a backend
     /// built without one, on first use).
@@ -65,19 +66,16 @@ pub struct LinuxBackend {
 /// seccomp filter); [`counterhal_hal::ErrorKind::PermissionDenied`] when the paranoid level, capabilities or a
 /// seccomp filter forbid it (the hint names the level and what to change).
 pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<LinuxBackend> {
-    probe_with(db, cpu, SystemPaths::default())
+    probe_with(db, cpu, System::host())
 }
 
-/// [`probe`] with PMU and tracefs locations of the caller's choosing.
+/// [`probe`] on a system of the caller's choosing: its PMUs, tracefs and facts read from
+/// `system` (a test's tree, `System::host().with_pmu_devices(DIR)`).
 ///
 /// # Errors
 /// As [`probe`].
-pub fn probe_with(
-    db: Arc<Database>,
-    cpu: Option<String>,
-    paths: SystemPaths,
-) -> Result<LinuxBackend> {
-    let backend = assemble::assemble(db, cpu, paths, false);
+pub fn probe_with(db: Arc<Database>, cpu: Option<String>, system: System) -> Result<LinuxBackend> {
+    let backend = assemble::assemble(db, cpu, system, false);
     // A user-space-only software event opens at every paranoid level up to 2. Tried first as
     // an inherited group read: where that opens, one system call answers both questions;
     // where it does not, the plain open says why perf_event_open is not usable, if it is not.
@@ -203,7 +201,7 @@ impl LinuxBackend {
     /// The system the facts are read from.
     #[cfg_attr(not(feature = "sampling"), allow(dead_code))]
     pub(crate) fn system(&self) -> &counterhal_system::System {
-        &self.paths.system
+        &self.system
     }
 
     /// Whether this kernel accepts `inherit` with `PERF_FORMAT_GROUP` (else inherited groups
@@ -394,17 +392,17 @@ impl LinuxBackend {
                 group_read: place.format == ReadFormat::Group,
                 pid: place.pid,
                 another_user: place.pid > 0
-                    && self.paths.system.belongs_to_another_user(place.pid as u32),
+                    && self.system.belongs_to_another_user(place.pid as u32),
                 cpu: place.cpu,
                 cpu_online: u32::try_from(place.cpu)
                     .ok()
-                    .and_then(|cpu| sysfs::cpu_online(&self.paths.system, cpu)),
+                    .and_then(|cpu| sysfs::cpu_online(&self.system, cpu)),
                 member: group_fd.is_some(),
             };
             map_errno(
                 failure.errno,
                 Operation::Open(attempt),
-                &self.facts.now(&self.paths.system),
+                &self.facts.now(&self.system),
             )
             .context(&request.name)
         })?;
@@ -450,7 +448,7 @@ impl Backend for LinuxBackend {
         let single = |encoding: PerfAttr| {
             ResolvedEvent::single(EventRequest::new(event, Encoding::Perf(encoding)))
         };
-        if let Some(encoding) = tracefs::resolve(&self.paths.tracefs, event, self.mount_tracefs)? {
+        if let Some(encoding) = tracefs::resolve(&self.system, event, self.mount_tracefs)? {
             return Ok(single(encoding));
         }
         if let Some(parsed) = breakpoint::parse(event) {
@@ -465,7 +463,7 @@ impl Backend for LinuxBackend {
             if let Some(opens) = self.core_named(event) {
                 return opens;
             }
-            return sysfs::parse_pmu_event(&self.paths.pmu_devices, event).map(|opened| {
+            return sysfs::parse_pmu_event(&self.system.pmus(), event).map(|opened| {
                 // `name=foo` names it as perf does.
                 let name = opened.name.as_deref().unwrap_or(event);
                 let unit = opened.unit();
@@ -476,7 +474,7 @@ impl Backend for LinuxBackend {
             });
         }
         if let Some(model) = self.cpu.as_deref()
-            && let Some(attr) = topdown::resolve_here(&self.paths.pmu_devices, model, event)
+            && let Some(attr) = topdown::resolve_here(&self.system.pmus(), model, event)
         {
             return attr.map(single);
         }
@@ -506,7 +504,7 @@ impl Backend for LinuxBackend {
             Err(e) if e.kind() == EventErrorKind::NotFound => match self.uncore(event) {
                 Some(opens) => opens,
                 None if tracefs::looks_like_tracepoint(event) => {
-                    Err(tracefs::not_found(&self.paths.tracefs, event))
+                    Err(tracefs::not_found(&self.system, event))
                 }
                 None => Err(e.into()),
             },
@@ -536,9 +534,9 @@ impl counterhal_hal::EventListing for LinuxBackend {
     /// The dynamic PMUs' event aliases (`msr/tsc/`) and the tracepoints
     /// (`syscalls:sys_enter_getpid`).
     fn own_events(&self) -> Vec<(String, String)> {
-        let mut events = sysfs::aliases(&self.paths.pmu_devices);
+        let mut events = sysfs::aliases(&self.system.pmus());
         events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
-        events.extend(tracefs::list(&self.paths.tracefs, self.mount_tracefs));
+        events.extend(tracefs::list(&self.system, self.mount_tracefs));
         events
     }
 }
@@ -778,11 +776,9 @@ mod tests {
         assemble::on_sysfs(
             Arc::new(Database::shipped().unwrap()),
             cpu.map(str::to_string),
-            SystemPaths {
-                pmu_devices: devices,
-                tracefs: Vec::new(),
-                ..SystemPaths::default()
-            },
+            System::host()
+                .with_pmu_devices(devices)
+                .with_tracefs("/nonexistent/tracing"),
         )
     }
 

@@ -15,7 +15,7 @@
 //! config1 as [`raw_attr`] programs them (the kernel's codes of the fixed counters, the extra
 //! MSR's value in config1).
 
-use std::path::Path;
+use counterhal_system::PmuDevices;
 
 use counterhal_events::Database;
 use counterhal_hal::{Accepts, Domain, Encoding, Family, Result};
@@ -33,7 +33,7 @@ use crate::sysfs::{PmuEvent, find_pmus, pmu_events};
 /// # Errors
 /// As [`pmu_events`] refuses the rewritten terms.
 pub fn core_pmu_events(
-    devices: &Path,
+    devices: &PmuDevices,
     database: &Database,
     model: Option<&str>,
     event: &str,
@@ -106,11 +106,13 @@ pub fn core_pmu_events(
 mod tests {
     use super::*;
 
-    fn devices(machine: &str) -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/machines")
-            .join(machine)
-            .join("bus/event_source/devices")
+    fn devices(machine: &str) -> PmuDevices {
+        PmuDevices::at(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/machines")
+                .join(machine)
+                .join("bus/event_source/devices"),
+        )
     }
 
     fn configs(machine: &str, model: &str, event: &str) -> Option<Result<Vec<(u64, u64)>>> {

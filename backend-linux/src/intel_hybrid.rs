@@ -195,6 +195,7 @@ mod tests {
     fn adl() -> Vec<Pmu> {
         let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data/machines/adl/bus/event_source/devices");
+        let devices = counterhal_system::PmuDevices::at(&devices);
         crate::sysfs::hybrid_of(crate::sysfs::core_pmus(&devices))
     }
 

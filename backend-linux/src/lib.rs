@@ -33,7 +33,6 @@ cfg_if::cfg_if! {
         mod group;
         #[cfg(not(all(feature = "sampling", feature = "cgroup-counter")))]
         mod left_out;
-        mod paths;
         pub mod rdpmc;
         #[cfg(feature = "sampling")]
         mod polled;
@@ -52,7 +51,6 @@ cfg_if::cfg_if! {
             LinuxCgroupCounter, MAX_EVENTS as CGROUP_MAX_EVENTS, MAX_LEVELS as CGROUP_MAX_LEVELS,
         };
         pub use backend::assemble::on_sysfs;
-        pub use paths::SystemPaths;
         pub use raw::{RawFormat, raw_attr};
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
@@ -104,6 +102,6 @@ fn over_sysfs(
     Box::new(on_sysfs(
         Arc::clone(given.database),
         given.cpu_model.map(str::to_owned),
-        SystemPaths::under(root),
+        counterhal_system::System::host().with_sysfs(root),
     ))
 }

@@ -2,7 +2,7 @@
 //! the kernel's raw-event PMU passes on of its bits above the first unit-mask byte
 //! ([`RawFormat`]).
 
-use std::path::Path;
+use counterhal_system::PmuDevices;
 
 use counterhal_hal::{Error, Evtsel, ExtraMsr, PerfAttr, Result};
 
@@ -102,7 +102,7 @@ pub struct RawFormat {
 impl RawFormat {
     /// The formats of the core PMU whose type is `PERF_TYPE_RAW`; `None` where there is none
     /// (no hardware PMU: raw events then fail to open anyway).
-    pub fn read(devices: &Path) -> Option<RawFormat> {
+    pub fn read(devices: &PmuDevices) -> Option<RawFormat> {
         Self::of(&sysfs::core_pmus(devices))
     }
 

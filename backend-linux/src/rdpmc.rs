@@ -5,8 +5,8 @@
 //! implements [`UserPage`]) and two closures standing for `rdpmc` and the time-stamp counter,
 //! so it is tested against page images built in memory.
 
+use counterhal_system::PmuDevices;
 use std::borrow::Cow;
-use std::path::Path;
 
 use counterhal_hal::{PerfAttr, Reading};
 
@@ -38,7 +38,7 @@ pub struct UserAccess {
 
 impl UserAccess {
     /// The core PMUs' `rdpmc` format under `devices`, if they have one.
-    pub fn read(devices: &Path) -> Option<UserAccess> {
+    pub fn read(devices: &PmuDevices) -> Option<UserAccess> {
         Self::of(&sysfs::core_pmus(devices))
     }
 
@@ -186,7 +186,10 @@ mod tests {
     fn arm64_events_on_the_core_pmu_ask_for_user_access() {
         use super::*;
         use crate::sys::TYPE_SOFTWARE;
-        let devices = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-arm");
+        let fixture = |name: &str| {
+            PmuDevices::at(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name))
+        };
+        let devices = fixture("tests/data/sysfs-arm");
         let access = UserAccess::read(&devices).expect("armv8_pmuv3 has format/rdpmc");
         let asked = |type_: u32| {
             access
@@ -205,7 +208,7 @@ mod tests {
         assert!(on_core_pmu(TYPE_HARDWARE, &[]) && on_core_pmu(8, &[8]));
         assert!(!on_core_pmu(TYPE_SOFTWARE, &[8]) && !on_core_pmu(2, &[8]));
         // x86's core PMU (the hybrid fixture) has no such format: nothing to ask for.
-        let x86 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid");
+        let x86 = fixture("tests/data/sysfs-hybrid");
         assert!(UserAccess::read(&x86).is_none());
     }
 

@@ -5,7 +5,8 @@
 //! on them ([`event`]).
 //!
 //! The tree may be any machine's: a sysfs root's `bus/event_source/devices`
-//! (`SystemPaths::under`), so that its PMUs encode here. Every file of it is read by
+//! (`counterhal_system::PmuDevices`, of `System::host().with_sysfs(DIR)`), so that its PMUs
+//! encode here. Every file of it is read by
 //! `counterhal_system`'s one rule (inside the tree, regular files of at most a page, never
 //! blocking: `counterhal_system::Refused`), whoever names the tree.
 
@@ -15,8 +16,6 @@ mod format;
 mod pmu;
 mod refused;
 mod uncore;
-
-use std::path::Path;
 
 use counterhal_system::PmuDevices;
 
@@ -32,7 +31,7 @@ pub use uncore::uncore_pmu_events;
 /// Every PMU's event aliases under `devices`, as `pmu/alias/` with the PMU, its terms and how
 /// its count is shown (`msr/tsc/`, "msr PMU: event=0x00"; `power/energy-pkg/`, "power PMU:
 /// event=0x02, in Joules, scale 2.3283064365386962890625e-10"), PMU by PMU, sorted.
-pub fn aliases(devices: &Path) -> Vec<(String, String)> {
+pub fn aliases(devices: &PmuDevices) -> Vec<(String, String)> {
     let mut events = Vec::new();
     for name in list_pmus(devices) {
         let Ok(pmu) = Pmu::open(devices, &name) else {
@@ -68,11 +67,11 @@ pub fn aliases(devices: &Path) -> Vec<(String, String)> {
 /// any PMU with a `cpus` file (the CPUs it counts on). That is `cpu` on most x86 machines,
 /// `cpu_core` and `cpu_atom` on hybrid Intel chips, `armv8_pmuv3` or one PMU per core type
 /// (`armv8_cortex_a53`, `armv8_cortex_a72`) on Arm; uncore PMUs have a `cpumask` instead.
-pub fn core_pmus(devices: &Path) -> Vec<Pmu> {
-    let pmus = PmuDevices::at(devices);
-    pmus.names()
+pub fn core_pmus(devices: &PmuDevices) -> Vec<Pmu> {
+    devices
+        .names()
         .into_iter()
-        .filter_map(|name| pmus.device(&name).ok().flatten())
+        .filter_map(|name| devices.device(&name).ok().flatten())
         .filter(|device| device.name() == "cpu" || device.has_file("cpus"))
         .map(Pmu::of)
         .collect()
@@ -82,7 +81,7 @@ pub fn core_pmus(devices: &Path) -> Vec<Pmu> {
 /// energy PMU's `cpumask`, a hybrid core PMU's `cpus`), for a PMU under `devices` with that
 /// type and such a list; `None` for the kernel's software, tracepoint and breakpoint types
 /// (they count on every CPU) and a type no PMU with a list has.
-pub fn system_wide_cpus(devices: &Path, type_: u32) -> Option<Vec<u32>> {
+pub fn system_wide_cpus(devices: &PmuDevices, type_: u32) -> Option<Vec<u32>> {
     // PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT, PERF_TYPE_BREAKPOINT.
     if [1, 2, 5].contains(&type_) {
         return None;
@@ -114,12 +113,15 @@ mod tests {
     use super::*;
     use counterhal_hal::{Domain, ErrorKind};
     use std::fs;
-    use std::path::PathBuf;
+    use std::path::Path;
 
-    fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data")
-            .join(name)
+    /// The PMUs of the fixture tree `name` (`sysfs-hybrid`).
+    fn fixture(name: &str) -> PmuDevices {
+        PmuDevices::at(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data")
+                .join(name),
+        )
     }
 
     #[test]
@@ -194,12 +196,12 @@ mod tests {
         // This machine: hybrid exactly when sysfs shows two or more PMUs with a `cpus` mask
         // (cpu_core + cpu_atom on Alder Lake and later, one per core type on big.LITTLE Arm),
         // and then those are the ones.
-        let devices = &counterhal_system::System::host().pmu_devices();
+        let devices = &counterhal_system::System::host().pmus();
         let real: Vec<String> = hybrid_of(core_pmus(devices))
             .into_iter()
             .map(|p| p.name)
             .collect();
-        let shown: Vec<String> = fs::read_dir(devices)
+        let shown: Vec<String> = fs::read_dir(devices.path())
             .map(|entries| {
                 entries
                     .filter_map(|e| e.ok())
@@ -293,7 +295,7 @@ mod tests {
         fs::write(dir.join("cpu/type"), "4\n").unwrap();
         fs::write(dir.join("cpu/caps/max_precise"), "3\n").unwrap();
         fs::write(dir.join("cpu/caps/pmu_name"), "sapphire_rapids\n").unwrap();
-        let cpu = Pmu::named(&dir, "cpu").unwrap();
+        let cpu = Pmu::named(&PmuDevices::at(&dir), "cpu").unwrap();
         assert_eq!(
             cpu.caps(),
             [

@@ -17,7 +17,7 @@
 //! `scripts/create_perf_json.py`) and libpfm4's (`TOPDOWN_M.RETIRING`, `TOPDOWN_M:SLOTS`:
 //! `intel_icl_events.h`, `intel_spr_events.h`, `ucode` 0x8000 up and 0x0400).
 
-use std::path::Path;
+use counterhal_system::PmuDevices;
 
 use counterhal_hal::{Error, PerfAttr, Result};
 
@@ -162,7 +162,11 @@ pub fn resolve(
 /// [`resolve`] on the PMUs under `devices`: the core PMU whose `slots` event says whether the
 /// kernel has perf metrics is `cpu_core` on a hybrid chip (which then names the PMU), else
 /// the raw-event PMU; without one (no hardware PMU) the raw encoding stands.
-pub(crate) fn resolve_here(devices: &Path, model: &str, event: &str) -> Option<Result<PerfAttr>> {
+pub(crate) fn resolve_here(
+    devices: &PmuDevices,
+    model: &str,
+    event: &str,
+) -> Option<Result<PerfAttr>> {
     config_of(model, event)?;
     let cores = sysfs::core_pmus(devices);
     let big = cores.iter().find(|p| p.name == "cpu_core");

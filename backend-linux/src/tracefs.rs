@@ -1,10 +1,10 @@
 //! Tracepoints (`subsystem:name[:modifiers]`) found through tracefs.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use counterhal_hal::{Error, ErrorKind, PerfAttr, Result};
-use counterhal_system::TracefsState;
+use counterhal_system::{System, TracefsState};
 
 use crate::sys::TYPE_TRACEPOINT;
 
@@ -114,23 +114,24 @@ const NAME_BYTES: [u8; 256] = {
 
 /// `subsystem:event:xyz` where the tracepoint exists but `xyz` holds letters that are not
 /// perf's modifiers: an error naming them (instead of "unknown event `subsystem`").
-fn bad_modifiers(roots: &[PathBuf], name: &str) -> Result<Option<PerfAttr>> {
+fn bad_modifiers(system: &System, name: &str) -> Result<Option<PerfAttr>> {
     let mut parts = name.splitn(3, ':');
-    let (Some(system), Some(event), Some(modifiers)) = (parts.next(), parts.next(), parts.next())
+    let (Some(subsystem), Some(event), Some(modifiers)) =
+        (parts.next(), parts.next(), parts.next())
     else {
         return Ok(None);
     };
-    let Some(base) = split_tracepoint(&name[..system.len() + 1 + event.len()]) else {
+    let Some(base) = split_tracepoint(&name[..subsystem.len() + 1 + event.len()]) else {
         return Ok(None);
     };
-    let TracefsState::Mounted(tracefs) = TracefsState::find(roots) else {
+    let TracefsState::Mounted(tracefs) = system.tracefs() else {
         return Ok(None);
     };
     if !tracefs.has_tracepoint(base.system, base.event) {
         return Ok(None);
     }
     Err(Error::invalid_event(format!(
-        "{name}: `{modifiers}` is not a modifier of tracepoint {system}:{event}"
+        "{name}: `{modifiers}` is not a modifier of tracepoint {subsystem}:{event}"
     ))
     .with_hint("tracepoints take perf's modifiers: u, k, h, G, H (and p, ignored)"))
 }
@@ -140,40 +141,37 @@ pub fn looks_like_tracepoint(name: &str) -> bool {
     split_tracepoint(name).is_some()
 }
 
-/// Where perf mounts tracefs when it is absent: this system's `kernel/tracing` (built once: a
-/// `list` asks at each of its thousands of names).
-fn mount_point() -> &'static Path {
-    static POINT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    POINT.get_or_init(|| counterhal_system::System::host().tracefs_roots().remove(0))
-}
-
-/// As perf does: when no root of `roots` is mounted, their first is the standard mount point,
-/// and this process is root, mounts tracefs there and leaves it mounted (once per process; a
-/// failure leaves it absent, which resolving a tracepoint then reports). Called only for a
-/// backend allowed to change the system so ([`LinuxBackend::set_mount_tracefs`]).
+/// As perf does: when tracefs is mounted nowhere `system` looks, the first place it looks is
+/// this machine's standard mount point ([`System::tracefs_mount_point`]), and this process is
+/// root, mounts tracefs there and leaves it mounted (once per process; a failure leaves it
+/// absent, which resolving a tracepoint then reports). Called only for a backend allowed to
+/// change the system so ([`LinuxBackend::set_mount_tracefs`]).
 ///
 /// [`LinuxBackend::set_mount_tracefs`]: crate::LinuxBackend::set_mount_tracefs
-pub fn mount_if_absent(roots: &[PathBuf]) {
+pub fn mount_if_absent(system: &System) {
     static TRIED: std::sync::Once = std::sync::Once::new();
-    let standard = roots.first().is_some_and(|root| root == mount_point());
-    if !standard || TRIED.is_completed() || crate::sys::effective_uid() != 0 {
+    // Asked at each of a `list`'s thousands of names: the cheap answers first.
+    if TRIED.is_completed() || crate::sys::effective_uid() != 0 {
         return;
     }
+    let Some(point) = system.tracefs_mount_point() else {
+        return;
+    };
     TRIED.call_once(|| {
-        if TracefsState::find(roots) == TracefsState::Absent && mount_point().is_dir() {
-            let _ = crate::sys::mount_tracefs(mount_point());
+        if system.tracefs() == TracefsState::Absent {
+            let _ = crate::sys::mount_tracefs(&point);
         }
     });
 }
 
-/// Every tracepoint of the first mounted root, as `subsystem:event`, sorted; empty when none
-/// is mounted (or readable). With `mount`, tracefs is mounted first where perf would
+/// Every tracepoint of `system`'s tracefs, as `subsystem:event`, sorted; empty when it is not
+/// mounted (or readable). With `mount`, tracefs is mounted first where perf would
 /// ([`mount_if_absent`]).
-pub fn list(roots: &[PathBuf], mount: bool) -> Vec<(String, String)> {
+pub fn list(system: &System, mount: bool) -> Vec<(String, String)> {
     if mount {
-        mount_if_absent(roots);
+        mount_if_absent(system);
     }
-    let TracefsState::Mounted(tracefs) = TracefsState::find(roots) else {
+    let TracefsState::Mounted(tracefs) = system.tracefs() else {
         return Vec::new();
     };
     tracefs
@@ -184,21 +182,22 @@ pub fn list(roots: &[PathBuf], mount: bool) -> Vec<(String, String)> {
 }
 
 /// Resolves `subsystem:event[:modifiers]` to a tracepoint encoding (type 2, config = its id,
-/// the modifiers applied to its domain), or `None` when no mounted tracefs knows it. With
+/// the modifiers applied to its domain), or `None` when `system`'s tracefs does not know it
+/// (or is not mounted). With
 /// `mount`, a name of a tracepoint's shape mounts tracefs first where perf would
 /// ([`mount_if_absent`]).
 ///
 /// # Errors
 /// [`ErrorKind::PermissionDenied`] when the `id` file is unreadable;
 /// [`ErrorKind::InvalidEvent`] when it is malformed.
-pub fn resolve(roots: &[PathBuf], name: &str, mount: bool) -> Result<Option<PerfAttr>> {
+pub fn resolve(system: &System, name: &str, mount: bool) -> Result<Option<PerfAttr>> {
     let Some(parts) = split_tracepoint(name) else {
-        return bad_modifiers(roots, name);
+        return bad_modifiers(system, name);
     };
     if mount {
-        mount_if_absent(roots);
+        mount_if_absent(system);
     }
-    let TracefsState::Mounted(tracefs) = TracefsState::find(roots) else {
+    let TracefsState::Mounted(tracefs) = system.tracefs() else {
         return Ok(None);
     };
     // Named only where something is wrong with it (a `list` resolves thousands).
@@ -240,8 +239,8 @@ fn did_you_mean(names: &[String]) -> String {
 /// The error for a tracepoint-shaped name that no tracefs knows: the nearest tracepoints of
 /// the subsystem (or the nearest subsystems) when tracefs is readable, PermissionDenied when
 /// it is not.
-pub fn not_found(roots: &[PathBuf], name: &str) -> Error {
-    match TracefsState::find(roots) {
+pub fn not_found(system: &System, name: &str) -> Error {
+    match system.tracefs() {
         TracefsState::Mounted(tracefs) => {
             let events = tracefs.events_dir();
             let mut message = format!(
@@ -374,36 +373,39 @@ mod tests {
         let hyphen = dir.join("events/xhci-hcd/xhci_dbg_address");
         fs::create_dir_all(&hyphen).unwrap();
         fs::write(hyphen.join("id"), "77\n").unwrap();
-        let roots = vec![PathBuf::from("/nonexistent/tracing"), dir.clone()];
+        let system = System::host().with_tracefs(&dir);
         // Names no file has are no tracepoints, however they fail: overlong (ENAMETOOLONG),
         // or through a file (ENOTDIR).
         let overlong = format!("x:{}", "a".repeat(4100));
-        assert_eq!(resolve(&roots, &overlong, false).unwrap(), None);
-        assert_eq!(resolve(&roots, "demo:hello/id", false).ok().flatten(), None);
-        let e = resolve(&roots, "demo:hello", false).unwrap().unwrap();
+        assert_eq!(resolve(&system, &overlong, false).unwrap(), None);
+        assert_eq!(
+            resolve(&system, "demo:hello/id", false).ok().flatten(),
+            None
+        );
+        let e = resolve(&system, "demo:hello", false).unwrap().unwrap();
         assert_eq!((e.type_, e.config, e.domain), (2, 123, Domain::ALL));
-        let e = resolve(&roots, "xhci-hcd:xhci_dbg_address", false)
+        let e = resolve(&system, "xhci-hcd:xhci_dbg_address", false)
             .unwrap()
             .unwrap();
         assert_eq!(e.config, 77);
         // perf's modifiers after the name: `:u` counts user mode only.
-        let e = resolve(&roots, "demo:hello:u", false).unwrap().unwrap();
+        let e = resolve(&system, "demo:hello:u", false).unwrap().unwrap();
         assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::USER));
         assert!(e.exclude_bits().kernel && !e.exclude_bits().user);
-        let e = resolve(&roots, "demo:hello:k", false).unwrap().unwrap();
+        let e = resolve(&system, "demo:hello:k", false).unwrap().unwrap();
         assert!(e.exclude_bits().user && !e.exclude_bits().kernel);
-        assert_eq!(resolve(&roots, "demo:absent", false).unwrap(), None);
+        assert_eq!(resolve(&system, "demo:absent", false).unwrap(), None);
         // A misspelling lists the nearest tracepoints of that subsystem.
-        let error = not_found(&roots, "demo:helo");
+        let error = not_found(&system, "demo:helo");
         let text = error.to_string();
         assert!(
             text.contains("did you mean") && text.contains("`demo:hello`"),
             "{text}"
         );
         assert!(!text.contains("world"), "{text}");
-        let error = not_found(&roots, "dmeo:hello");
+        let error = not_found(&system, "dmeo:hello");
         assert!(error.to_string().contains("`demo`"), "{error}");
-        let none = vec![PathBuf::from("/nonexistent")];
+        let none = System::host().with_tracefs("/nonexistent");
         assert!(
             not_found(&none, "a:b")
                 .hint()
@@ -411,7 +413,7 @@ mod tests {
                 .contains("mount -t tracefs")
         );
         fs::write(event.join("id"), "x\n").unwrap();
-        assert!(resolve(&roots, "demo:hello", false).is_err());
+        assert!(resolve(&system, "demo:hello", false).is_err());
         fs::remove_dir_all(&dir).unwrap();
     }
 }

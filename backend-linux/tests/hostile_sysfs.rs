@@ -16,7 +16,8 @@ use std::sync::{Arc, OnceLock};
 use counterhal_conformance::prop::{self, Gen};
 use counterhal_events::Database;
 use counterhal_hal::Backend;
-use counterhal_linux::{SystemPaths, on_sysfs};
+use counterhal_linux::on_sysfs;
+use counterhal_system::System;
 
 /// What a file out of every tree holds: it must never be shown.
 const SECRET: &str = "Hostile-Secret-5c1d";
@@ -268,7 +269,7 @@ fn database() -> Arc<Database> {
 /// What is wrong with what a backend over the tree lists and resolves, if anything.
 fn check(spec: &TreeSpec) -> Result<(), String> {
     let root = make(spec);
-    let backend = on_sysfs(database(), None, SystemPaths::under(&root));
+    let backend = on_sysfs(database(), None, System::host().with_sysfs(&root));
     let shown = |text: &str| {
         text.to_ascii_lowercase()
             .contains(&SECRET.to_ascii_lowercase())

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use counterhal_events::Database;
 use counterhal_hal::{Backend, BackendTarget, Encoding, ErrorKind, OpenOptions, PerfAttr};
-use counterhal_linux::{SystemPaths, probe_with};
+use counterhal_linux::probe_with;
+use counterhal_system::System;
 
 /// A PMU tree under a fresh temporary directory: `cpu` (type 4) with the `events/` files
 /// given, and `software` (type 1) so that the probe's software event has a PMU.
@@ -32,12 +33,11 @@ fn tree(name: &str, cpu_events: &[(&str, &str)]) -> PathBuf {
 
 fn backend(devices: &Path, model: &str) -> Option<counterhal_linux::LinuxBackend> {
     let db = Arc::new(Database::shipped().unwrap());
-    let paths = SystemPaths {
-        pmu_devices: devices.to_path_buf(),
-        tracefs: Vec::new(),
-        ..SystemPaths::default()
-    };
-    probe_with(db, Some(model.to_string()), paths).ok()
+    // No tracefs: a place that does not exist.
+    let system = System::host()
+        .with_pmu_devices(devices)
+        .with_tracefs(devices.join("no-tracefs"));
+    probe_with(db, Some(model.to_string()), system).ok()
 }
 
 fn attr(backend: &impl Backend, name: &str) -> PerfAttr {

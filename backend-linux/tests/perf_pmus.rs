@@ -17,6 +17,7 @@ use counterhal_conformance::fixtures::perf_tree::{
 use counterhal_conformance::skip::Need;
 use counterhal_hal::CpuList;
 use counterhal_linux::pmu_events;
+use counterhal_system::PmuDevices;
 
 use crate::machines;
 
@@ -191,7 +192,8 @@ fn pmu_events_encode_as_perf_6_1_opens_them() {
                 .unwrap_or_else(|| panic!("perf said nothing of {event}"));
             figures.events += 1;
             let known = KNOWN.iter().find(|(terms, _)| event.contains(terms));
-            let ours = pmu_events(&devices, event).expect("every event names a PMU of the tree");
+            let ours = pmu_events(&PmuDevices::at(&devices), event)
+                .expect("every event names a PMU of the tree");
             let ours = match (ours, &saw.refused, known) {
                 (Err(error), Some(perf_says), _) => {
                     // perf's words, once each (the PMU's name and the value made general).

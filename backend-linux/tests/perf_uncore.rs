@@ -12,6 +12,7 @@ use counterhal_conformance::skip::Need;
 use counterhal_events::Database;
 use counterhal_hal::ErrorKind;
 use counterhal_linux::uncore_pmu_events;
+use counterhal_system::PmuDevices;
 
 use counterhal_conformance::fixtures::perf_tree::{
     Asked, Open, build_shim, open_of, parse_perf, run_perf,
@@ -116,7 +117,7 @@ fn uncore_events_by_name_encode_as_perf_6_1_opens_them() {
             .into_iter()
             .map(|e| e.name)
             .filter(|name| {
-                !matches!(uncore_pmu_events(&devices, &db, Some(model), name),
+                !matches!(uncore_pmu_events(&PmuDevices::at(&devices), &db, Some(model), name),
                     Some(Err(e)) if e.kind() == ErrorKind::DeviceMissing)
             })
             .collect();
@@ -134,7 +135,7 @@ fn uncore_events_by_name_encode_as_perf_6_1_opens_them() {
             let saw = perf
                 .get(name)
                 .unwrap_or_else(|| panic!("perf said nothing of {name}"));
-            let ours = uncore_pmu_events(&devices, &db, Some(model), name)
+            let ours = uncore_pmu_events(&PmuDevices::at(&devices), &db, Some(model), name)
                 .expect("an event of the model's table");
             let our_terms: Vec<Terms> = db
                 .uncore_events(model, name)
@@ -192,10 +193,11 @@ fn uncore_events_by_name_encode_as_perf_6_1_opens_them() {
         let perf = parse_perf(&output);
         for (name, written) in &by_terms {
             let saw = &perf[written];
-            let ours: Vec<Open> = match uncore_pmu_events(&devices, &db, Some(model), name) {
-                Some(Ok(ours)) => opens(&ours),
-                _ => Vec::new(),
-            };
+            let ours: Vec<Open> =
+                match uncore_pmu_events(&PmuDevices::at(&devices), &db, Some(model), name) {
+                    Some(Ok(ours)) => opens(&ours),
+                    _ => Vec::new(),
+                };
             let mut opened = saw.opens.clone();
             opened.sort_unstable();
             if ours == opened && !ours.is_empty() || ours.is_empty() && saw.refused.is_some() {

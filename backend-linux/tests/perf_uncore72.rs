@@ -31,6 +31,7 @@ use counterhal_conformance::fixtures::perf_tree::{
 use crate::perf_uncore::{Terms, normalized, opens};
 use counterhal_conformance::skip::Need;
 use counterhal_events::{CpuIdentity, Database};
+use counterhal_system::PmuDevices;
 
 /// perf 7.2's x86 mapfile directories with uncore JSON, each with a CPU of its row.
 const ROWS: &[(&str, &str)] = &[
@@ -227,7 +228,7 @@ fn filter1_opens(ours: &[Open], theirs: &[Open]) -> bool {
 
 /// What `counterhal_linux::uncore_pmu_events` opens for `name` under `devices`.
 fn our_opens(devices: &Path, db: &Database, model: &str, name: &str) -> Vec<Open> {
-    match counterhal_linux::uncore_pmu_events(devices, db, Some(model), name) {
+    match counterhal_linux::uncore_pmu_events(&PmuDevices::at(devices), db, Some(model), name) {
         Some(Ok(ours)) => opens(&ours),
         _ => Vec::new(),
     }

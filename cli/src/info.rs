@@ -109,7 +109,7 @@ fn rdpmc_status(system: &System, cores: &[String]) -> String {
 fn no_core_pmu(system: &System) -> String {
     format!(
         "no core PMU in {} (no `cpu`, and no PMU with a `cpus` file)",
-        system.pmu_devices().display()
+        system.pmus().path().display()
     )
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Args;
 use counterhal::{Context, Registration};
 use counterhal_events::DESCRIPTIONS_ENV;
-use counterhal_system::System;
+use counterhal_system::{PmuDevices, System};
 
 use crate::error::CliError;
 
@@ -105,23 +105,21 @@ impl SysfsArgs {
     /// root is checked by [`SysfsArgs::devices`]).
     pub fn system(&self) -> System {
         match self.root() {
-            Some(root) => {
-                System::host().with_pmu_devices(System::host().with_sysfs(root).pmu_devices())
-            }
+            Some(root) => System::host().with_pmus_under(root),
             None => System::host(),
         }
     }
 
-    /// The PMU directory: the root's `bus/event_source/devices`, or the system's.
+    /// The PMUs: those of the root's `bus/event_source/devices`, or the system's.
     ///
     /// # Errors
     /// A root without that directory: bad input (exit 2).
-    pub fn devices(&self) -> Result<PathBuf, CliError> {
+    pub fn devices(&self) -> Result<PmuDevices, CliError> {
         let Some(root) = self.root() else {
-            return Ok(System::host().pmu_devices());
+            return Ok(System::host().pmus());
         };
         let usage = "--sysfs DIR (a sysfs root, as /sys is: DIR/bus/event_source/devices)";
-        match System::pmu_devices_under(&root) {
+        match System::pmus_under(&root) {
             Ok(Some(devices)) => Ok(devices),
             Ok(None) => Err(CliError::usage(
                 counterhal::Error::invalid_input(format!(

@@ -4,8 +4,6 @@
 //! clocks (counted in nanoseconds), joules for an energy alias (its `.scale` and `.unit`),
 //! and, for a PMU with a `cpumask` (uncore boxes, energy), the CPUs it counts on.
 
-use std::path::Path;
-
 use counterhal::{Chosen, Error, ErrorKind, Group, OpenOptions};
 use counterhal_hal::{BackendTarget, CpuList};
 use counterhal_hal::{Encoding, ResolvedEvent};
@@ -107,7 +105,7 @@ pub struct Plan {
 /// [`ErrorKind::InvalidInput`] for a name given twice.
 pub fn plan(system: &System, backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
     let mut plan = Plan::default();
-    let devices = system.pmu_devices();
+    let devices = system.pmus();
     let online = counterhal::online_cpus();
     for (at, name) in names.iter().enumerate() {
         if names[..at].contains(name) {
@@ -119,7 +117,10 @@ pub fn plan(system: &System, backend: &Chosen, names: &[String]) -> Result<Plan,
             plan.refused.push(Refused {
                 name: name.clone(),
                 kind: kind_label(ErrorKind::NotFound),
-                message: format!("no PMU `{pmu}` on this host (in {})", devices.display()),
+                message: format!(
+                    "no PMU `{pmu}` on this host (in {})",
+                    devices.path().display()
+                ),
                 hint: None,
             });
             continue;
@@ -260,14 +261,14 @@ fn group(backend: &Chosen, plan: &mut Plan, cpu: u32) {
 
 /// The PMU of `name` in PMU syntax (`pmu/terms/`), where `devices` has neither it nor any of
 /// its numbered boxes (`uncore_imc` matches `uncore_imc_0`, as perf matches it).
-fn absent_pmu<'a>(name: &'a str, devices: &Path) -> Option<&'a str> {
+fn absent_pmu<'a>(name: &'a str, devices: &PmuDevices) -> Option<&'a str> {
     let (pmu, rest) = name.split_once('/')?;
     let named = !pmu.is_empty()
         && rest.contains('/')
         && pmu
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    let present = PmuDevices::at(devices).names();
+    let present = devices.names();
     if !named || present.iter().any(|dir| dir == pmu) {
         return None;
     }
@@ -332,7 +333,7 @@ pub fn kind_label(kind: ErrorKind) -> String {
 /// The PMU an event counts on, named as sysfs names it (`software`, `cpu`, `power`), and the
 /// CPUs of its `cpumask` where it has one; the backend's name for an event that is no perf
 /// attr.
-fn pmu_of(event: &ResolvedEvent, devices: &Path) -> (String, Option<CpuList>) {
+fn pmu_of(event: &ResolvedEvent, devices: &PmuDevices) -> (String, Option<CpuList>) {
     let Some(Encoding::Perf(attr)) = event.terms.first().map(|t| &t.request.encoding) else {
         return ("cpu".to_string(), None);
     };
@@ -355,7 +356,7 @@ fn pmu_of(event: &ResolvedEvent, devices: &Path) -> (String, Option<CpuList>) {
         }
         .to_string()
     });
-    let device = PmuDevices::at(devices).device(&name).ok().flatten();
+    let device = devices.device(&name).ok().flatten();
     let cpus = device
         .and_then(|device| device.file("cpumask").ok().flatten())
         .and_then(|text| text.parse::<CpuList>().ok())
@@ -388,9 +389,8 @@ pub fn may_multiplex(pmu: &str) -> bool {
     !SOFTWARE_CONTEXT.contains(&pmu) && !ALWAYS_ADDED.contains(&pmu)
 }
 
-/// The PMU under `devices` whose `type` file holds `type_`.
-fn pmu_named_by_type(devices: &Path, type_: u32) -> Option<String> {
-    let pmus = PmuDevices::at(devices);
+/// The PMU of `pmus` whose `type` file holds `type_`.
+fn pmu_named_by_type(pmus: &PmuDevices, type_: u32) -> Option<String> {
     pmus.names().into_iter().find(|name| {
         let device = pmus.device(name).ok().flatten();
         device.is_some_and(|device| device.type_() == type_)
@@ -417,6 +417,7 @@ fn unit_of(event: &ResolvedEvent) -> (Unit, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn error_kinds_are_snake_case_labels() {
@@ -429,8 +430,10 @@ mod tests {
     /// resolver.
     #[test]
     fn absent_pmus_are_found_by_name_and_boxes() {
-        let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices");
+        let devices = PmuDevices::at(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../backend-linux/tests/data/machines/spr-2s/bus/event_source/devices"),
+        );
         assert_eq!(absent_pmu("power/energy-pkg/", &devices), None);
         assert_eq!(absent_pmu("uncore_imc/cas_count_read/", &devices), None);
         assert_eq!(absent_pmu("amd_df/event=0x7/", &devices), Some("amd_df"));
@@ -459,7 +462,7 @@ mod tests {
         let event = backend.resolve("power/energy-pkg/").unwrap();
         let (unit, factor) = unit_of(&event);
         assert_eq!((unit, factor), (Unit::Joules, 2f64.powi(-32)));
-        let (pmu, cpus) = pmu_of(&event, &devices);
+        let (pmu, cpus) = pmu_of(&event, &PmuDevices::at(&devices));
         assert_eq!(pmu, "power");
         assert_eq!(cpus.unwrap().to_string(), "0,56");
         let clock = ResolvedEvent::single(counterhal_hal::EventRequest::new(
@@ -467,7 +470,7 @@ mod tests {
             Encoding::Perf(counterhal_hal::PerfAttr::new(PERF_TYPE_SOFTWARE, 1)),
         ));
         assert_eq!(unit_of(&clock), (Unit::Seconds, 1e-9));
-        assert_eq!(pmu_of(&clock, &devices).0, "software");
+        assert_eq!(pmu_of(&clock, &PmuDevices::at(&devices)).0, "software");
     }
 
     /// The events of the kernel's software context (the software events with their clocks,
@@ -535,7 +538,7 @@ mod tests {
             .unwrap();
         for &(name, multiplexed) in cases {
             let event = backend.resolve(name).unwrap();
-            let (pmu, _) = pmu_of(&event, &devices);
+            let (pmu, _) = pmu_of(&event, &PmuDevices::at(&devices));
             assert_eq!(may_multiplex(&pmu), multiplexed, "{name} on {pmu}");
         }
     }

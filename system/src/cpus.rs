@@ -2,6 +2,8 @@
 //! `isolated` under sysfs, Documentation/ABI/testing/sysfs-devices-system-cpu), which procfs
 //! lists, whether SMT is active, each CPU's MIDR (arm64) and NUMA node.
 
+use std::path::PathBuf;
+
 use crate::System;
 
 /// The most CPUs a list names: more than any kernel's `NR_CPUS` (8,192), so that a hostile
@@ -40,6 +42,12 @@ impl System {
     /// The CPUs online (`devices/system/cpu/online`), where it can be read.
     pub fn online_cpus(&self) -> Option<Vec<u32>> {
         self.cpu_list("online")
+    }
+
+    /// Where [`System::online_cpus`] reads the CPUs online (`devices/system/cpu/online` under
+    /// sysfs), to name it.
+    pub fn online_cpus_path(&self) -> PathBuf {
+        self.sysfs().join("devices/system/cpu/online")
     }
 
     /// The CPUs possible, online or not (`devices/system/cpu/possible`: what per-CPU BPF maps
@@ -175,6 +183,10 @@ mod tests {
         );
         let system = System::host().with_sysfs(&root);
         assert_eq!(system.online_cpus(), Some(vec![0, 1, 2, 4]));
+        assert_eq!(
+            system.online_cpus_path(),
+            root.join("devices/system/cpu/online")
+        );
         assert_eq!(system.possible_cpus().map(|c| c.len()), Some(8));
         assert_eq!(system.isolated_cpus(), Some(vec![]));
         assert_eq!(system.smt_active(), Some(false));

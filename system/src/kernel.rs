@@ -119,7 +119,13 @@ impl System {
     /// [`Refused`] where the file breaks the reading rule.
     pub fn kernel_btf(&self) -> Result<Option<Vec<u8>>, Refused> {
         self.sys_tree()
-            .read_bytes(&self.sysfs().join("kernel/btf/vmlinux"), rule::BLOB)
+            .read_bytes(&self.kernel_btf_path(), rule::BLOB)
+    }
+
+    /// Where [`System::kernel_btf`] reads the kernel's BTF (`kernel/btf/vmlinux` under sysfs),
+    /// to name it.
+    pub fn kernel_btf_path(&self) -> PathBuf {
+        self.sysfs().join("kernel/btf/vmlinux")
     }
 
     /// Whether the firmware describes the ACPI table `signature` (`NFIT`: persistent memory),
@@ -202,6 +208,10 @@ mod tests {
         assert_eq!(
             host.bpf_pin("perf_attr_map"),
             std::path::Path::new("/sys/fs/bpf/perf_attr_map")
+        );
+        assert_eq!(
+            host.kernel_btf_path(),
+            std::path::Path::new("/sys/kernel/btf/vmlinux")
         );
     }
 }

@@ -105,27 +105,23 @@ impl System {
         &self.sysfs
     }
 
-    /// The PMU directory, to name it: `bus/event_source/devices` under the sysfs root, one
-    /// directory per PMU the kernel registered
-    /// (Documentation/ABI/testing/sysfs-bus-event_source-devices), or the one named by
-    /// [`System::with_pmu_devices`]. Its PMUs are read through [`System::pmus`].
-    pub fn pmu_devices(&self) -> PathBuf {
-        match &self.pmu_devices {
-            Some(devices) => devices.clone(),
-            None => self.sysfs.join(PMU_DEVICES),
-        }
+    /// This system with its PMUs read from the PMU directory of the sysfs root `root`
+    /// (`--sysfs DIR`: another machine's tree, whose PMUs encode here), the rest (its CPUs,
+    /// its tracefs) from its own roots.
+    pub fn with_pmus_under(self, root: impl AsRef<Path>) -> System {
+        self.with_pmu_devices(root.as_ref().join(PMU_DEVICES))
     }
 
-    /// The PMU directory under the sysfs root `root` (`--sysfs DIR`), where it is a directory
-    /// inside `root`; `None` where `root` holds none.
+    /// The PMUs of the sysfs root `root` (`--sysfs DIR`), where its PMU directory is a
+    /// directory inside `root`; `None` where `root` holds none.
     ///
     /// # Errors
     /// [`Refused`] where it leads out of `root` (a link to another tree: that tree is the root
     /// to name).
-    pub fn pmu_devices_under(root: &Path) -> Result<Option<PathBuf>, Refused> {
+    pub fn pmus_under(root: &Path) -> Result<Option<PmuDevices>, Refused> {
         let devices = root.join(PMU_DEVICES);
         match Tree::new(root, "sysfs").is_dir(&devices)? {
-            true => Ok(Some(devices)),
+            true => Ok(Some(PmuDevices::at(&devices))),
             false => Ok(None),
         }
     }
@@ -167,7 +163,7 @@ mod tests {
         let host = System::host();
         assert_eq!(host, System::default());
         assert_eq!(
-            host.pmu_devices(),
+            host.pmus().path(),
             Path::new("/sys/bus/event_source/devices")
         );
         assert_eq!(
@@ -178,13 +174,19 @@ mod tests {
             .with_sysfs("/tmp/t/sys")
             .with_procfs("/tmp/t/proc");
         assert_eq!(
-            tree.pmu_devices(),
+            tree.pmus().path(),
             Path::new("/tmp/t/sys/bus/event_source/devices")
         );
         assert_eq!(tree.procfs(), Path::new("/tmp/t/proc"));
         let pmus = System::host().with_pmu_devices("/tmp/p");
-        assert_eq!(pmus.pmu_devices(), Path::new("/tmp/p"));
         assert_eq!(pmus.pmus().path(), Path::new("/tmp/p"));
         assert_eq!(pmus.sysfs(), Path::new("/sys"));
+        // `--sysfs DIR`'s PMUs, this machine's CPUs: the PMU directory under DIR.
+        let under = System::host().with_pmus_under("/tmp/t/sys");
+        assert_eq!(
+            under.pmus().path(),
+            Path::new("/tmp/t/sys/bus/event_source/devices")
+        );
+        assert_eq!(under.sysfs(), Path::new("/sys"));
     }
 }

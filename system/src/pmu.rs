@@ -47,6 +47,12 @@ impl PmuDevices {
         self.tree.names(&self.devices)
     }
 
+    /// Whether it has a directory `name` inside its tree (`cpu_atom`, whether or not its `type`
+    /// reads); `false` for a name that is no plain directory name.
+    pub fn has(&self, name: &str) -> bool {
+        is_plain_name(name) && matches!(self.tree.is_dir(&self.devices.join(name)), Ok(true))
+    }
+
     /// The PMU of directory `name` (`cpu`, `uncore_imc_0`), where it has a `type` that reads
     /// as a number; `None` where it has none (or `name` is no plain directory name).
     ///
@@ -229,8 +235,10 @@ fn is_plain_name(name: &str) -> bool {
 }
 
 impl System {
-    /// The PMUs of this system: its PMU directory ([`System::pmu_devices`]) and the tree it
-    /// is read in.
+    /// The PMUs of this system: its PMU directory (`bus/event_source/devices` under the sysfs
+    /// root, one directory per PMU the kernel registered,
+    /// Documentation/ABI/testing/sysfs-bus-event_source-devices; or the one named by
+    /// [`System::with_pmu_devices`]) and the tree it is read in.
     pub fn pmus(&self) -> PmuDevices {
         match &self.pmu_devices {
             Some(devices) => PmuDevices::at(devices),
@@ -323,12 +331,14 @@ mod tests {
         );
         assert_eq!(system.pmu("msr").unwrap().cpus(), Ok(None));
         assert!(system.pmu("notype").is_none());
+        assert!(pmus.has("notype") && pmus.has("msr"));
+        assert!(!pmus.has("absent") && !pmus.has("msr/type") && !pmus.has(".."));
         assert!(system.pmu("..").is_none());
         assert_eq!(
-            System::pmu_devices_under(&root),
-            Ok(Some(root.join(PMU_DEVICES)))
+            System::pmus_under(&root).map(|pmus| pmus.map(|p| p.names())),
+            Ok(Some(pmus.names()))
         );
-        assert_eq!(System::pmu_devices_under(&root.join("none")), Ok(None));
+        assert_eq!(System::pmus_under(&root.join("none")), Ok(None));
         // The same PMUs through a PMU directory named alone, and a bare copy of one.
         let named = System::host().with_pmu_devices(root.join(PMU_DEVICES));
         assert_eq!(named.pmus().names(), pmus.names());
@@ -370,7 +380,7 @@ mod tests {
         ));
         std::fs::create_dir_all(linked.join("bus/event_source")).unwrap();
         std::os::unix::fs::symlink(&outside, linked.join(PMU_DEVICES)).unwrap();
-        assert!(System::pmu_devices_under(&linked).is_err());
+        assert!(System::pmus_under(&linked).is_err());
         for dir in [root, outside, linked] {
             std::fs::remove_dir_all(dir).unwrap();
         }

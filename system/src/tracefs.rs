@@ -245,7 +245,7 @@ impl System {
     /// Where tracefs may be mounted, in the order perf tries them: the root
     /// [`System::with_tracefs`] named, else `kernel/tracing` and `kernel/debug/tracing` under
     /// the sysfs root (the first is where perf mounts it where it is absent).
-    pub fn tracefs_roots(&self) -> Vec<PathBuf> {
+    pub(crate) fn tracefs_roots(&self) -> Vec<PathBuf> {
         match &self.tracefs {
             Some(root) => vec![root.clone()],
             None => ["kernel/tracing", "kernel/debug/tracing"]
@@ -255,10 +255,20 @@ impl System {
         }
     }
 
-    /// tracefs here: the first of [`System::tracefs_roots`] mounted, or the first this user
-    /// may not enter.
+    /// tracefs here: the first of its roots mounted (the root [`System::with_tracefs`] named,
+    /// else `kernel/tracing` and `kernel/debug/tracing` under the sysfs root, in the order perf
+    /// tries them), or the first this user may not enter.
     pub fn tracefs(&self) -> TracefsState {
         TracefsState::find(&self.tracefs_roots())
+    }
+
+    /// Where perf mounts tracefs where it is mounted nowhere: this machine's
+    /// `/sys/kernel/tracing`, where that is the first root this system looks in (`None` for a
+    /// tree of another machine's or a test's, which nothing is mounted on), and a directory.
+    pub fn tracefs_mount_point(&self) -> Option<PathBuf> {
+        let first = self.tracefs_roots().into_iter().next()?;
+        let standard = System::host().tracefs_roots().into_iter().next()?;
+        (first == standard && fs::metadata(&first).is_ok_and(|m| m.is_dir())).then_some(first)
     }
 }
 
@@ -372,6 +382,12 @@ mod tests {
             System::host().tracefs_roots()[0],
             Path::new("/sys/kernel/tracing")
         );
+        // Nothing is mounted on a test's tree; this machine's mount point is its own.
+        assert_eq!(system.tracefs_mount_point(), None);
+        assert_eq!(System::host().with_sysfs(&dir).tracefs_mount_point(), None);
+        let host = System::host().tracefs_mount_point();
+        let standard = Path::new("/sys/kernel/tracing");
+        assert_eq!(host.as_deref(), standard.is_dir().then_some(standard));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -5,21 +5,21 @@ use std::sync::{Arc, OnceLock};
 
 use counterhal_events::Database;
 use counterhal_hal::{Backend, GeneralizedEvent};
+use counterhal_system::System;
 
 use super::{CorePmus, LinuxBackend, capabilities};
 use crate::errno::SystemFacts;
-use crate::paths::SystemPaths;
 use crate::raw::RawFormat;
 use crate::sysfs;
 
-/// A backend that resolves names against the PMUs and tracepoints of `paths` (another
-/// machine's sysfs tree: [`SystemPaths::under`]) for CPU model `cpu`, without probing or
+/// A backend that resolves names against the PMUs and tracepoints of `system` (another
+/// machine's sysfs tree: `System::host().with_sysfs(DIR)`) for CPU model `cpu`, without probing or
 /// opening anything here: what encodes offline (`counterhal encode --sysfs DIR`). Its facts
 /// about this system are unknown, and opening with it opens on this kernel, where the tree's
 /// dynamic PMU types may mean other PMUs or none. Its generalized events are those that
 /// resolve against the tree (none is tried).
-pub fn on_sysfs(db: Arc<Database>, cpu: Option<String>, paths: SystemPaths) -> LinuxBackend {
-    let backend = assemble(db, cpu, paths, true);
+pub fn on_sysfs(db: Arc<Database>, cpu: Option<String>, system: System) -> LinuxBackend {
+    let backend = assemble(db, cpu, system, true);
     let resolving: Vec<GeneralizedEvent> = GeneralizedEvent::all()
         .filter(|event| backend.resolve(&event.name()).is_ok())
         .collect();
@@ -27,19 +27,19 @@ pub fn on_sysfs(db: Arc<Database>, cpu: Option<String>, paths: SystemPaths) -> L
     backend
 }
 
-/// The backend over the PMUs of `paths`, with the facts of this system, or (`offline`) of none:
+/// The backend over the PMUs of `system`, with its facts, or (`offline`) with none:
 /// a tree read from elsewhere, where nothing is tried.
 pub(super) fn assemble(
     db: Arc<Database>,
     cpu: Option<String>,
-    paths: SystemPaths,
+    system: System,
     offline: bool,
 ) -> LinuxBackend {
     // One listing of the core PMUs serves every fact read from them.
-    let core_list = sysfs::core_pmus(&paths.pmu_devices);
+    let core_list = sysfs::core_pmus(&system.pmus());
     let facts = match offline {
         true => SystemFacts::unknown(),
-        false => SystemFacts::gather(&paths.system, !core_list.is_empty()),
+        false => SystemFacts::gather(&system, !core_list.is_empty()),
     };
     let raw_format = RawFormat::of(&core_list).map(Arc::new);
     let cores = CorePmus::of(core_list);
@@ -47,7 +47,7 @@ pub(super) fn assemble(
         capabilities: capabilities(!offline && facts.hardware_pmu),
         db,
         cpu,
-        paths,
+        system,
         facts: Arc::new(facts),
         // Offline, inherited group reads are taken as a current kernel has them.
         inherit_group_read: match offline {

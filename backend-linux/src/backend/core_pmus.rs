@@ -34,7 +34,7 @@ impl LinuxBackend {
             self.capabilities.accepts(),
             |request| perf_encoding(request, self.raw_format.as_deref()).map(Cow::into_owned),
         )?;
-        crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, &self.paths.system);
+        crate::arm::place_on_core_pmu(&mut resolved, pmus, &self.db, model, &self.system);
         Ok(self.expand_hybrid(resolved))
     }
 

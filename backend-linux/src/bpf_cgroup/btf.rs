@@ -6,9 +6,7 @@
 
 /// Where the kernel's BTF is (`kernel/btf/vmlinux` under sysfs), to name it.
 pub fn vmlinux() -> std::path::PathBuf {
-    counterhal_system::System::host()
-        .sysfs()
-        .join("kernel/btf/vmlinux")
+    counterhal_system::System::host().kernel_btf_path()
 }
 
 /// The kernel's BTF, as the system reads it ([`counterhal_system::System::kernel_btf`]).

@@ -147,6 +147,7 @@ fn bad(path: &Path, why: impl std::fmt::Display) -> Error {
 mod tests {
     use super::*;
     use crate::sysfs::Pmu;
+    use counterhal_system::PmuDevices;
     use std::fs;
     use std::path::PathBuf;
 
@@ -160,7 +161,7 @@ mod tests {
         for (file, text) in files {
             fs::write(dir.join("pmu/events").join(file), text).unwrap();
         }
-        let pmu = Pmu::named(&dir, "pmu").unwrap();
+        let pmu = Pmu::named(&PmuDevices::at(&dir), "pmu").unwrap();
         (dir, pmu)
     }
 
@@ -211,7 +212,7 @@ mod tests {
         let machines = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/machines");
         let mut kernel_scales = 0;
         for machine in fs::read_dir(&machines).unwrap().flatten() {
-            let devices = machine.path().join("bus/event_source/devices");
+            let devices = PmuDevices::at(&machine.path().join("bus/event_source/devices"));
             for name in super::super::list_pmus(&devices) {
                 let Some(pmu) = Pmu::named(&devices, &name) else {
                     continue;

@@ -31,7 +31,7 @@
 //! (perf ORs `event=1,event=2` into 3), and `period=N`, which perf stat takes and ignores (it
 //! refuses `freq=N`: "'freq' is not usable in 'perf stat'").
 
-use std::path::Path;
+use counterhal_system::PmuDevices;
 
 use counterhal_events::perf::{TYPE_HARDWARE, TYPE_HW_CACHE, cache_config, hardware_config};
 use counterhal_events::{PmuTerms, parse_term_list};
@@ -56,7 +56,7 @@ fn malformed(event: &str) -> Error {
 
 /// The PMUs `name` stands for under `devices`: the one so named (or whose `alias` file says
 /// so), else every PMU perf's wildcard matches; empty when none.
-pub(crate) fn find_pmus(devices: &Path, name: &str) -> Vec<Pmu> {
+pub(crate) fn find_pmus(devices: &PmuDevices, name: &str) -> Vec<Pmu> {
     if let Some(pmu) = Pmu::named(devices, name) {
         return vec![pmu];
     }
@@ -100,7 +100,7 @@ fn wildcard_matches(pmu: &str, name: &str) -> bool {
 /// [`counterhal_hal::ErrorKind::InvalidEvent`] for a term the PMU lacks, a value wider than
 /// its field, a term given twice with different values, two aliases that both set a unit,
 /// scale or snapshot, an unknown modifier or a malformed string.
-pub fn pmu_events(devices: &Path, event: &str) -> Option<Result<Vec<PmuEvent>>> {
+pub fn pmu_events(devices: &PmuDevices, event: &str) -> Option<Result<Vec<PmuEvent>>> {
     let (name, terms, modifiers) = split(event)?;
     let pmus = find_pmus(devices, name);
     if pmus.is_empty() {
@@ -128,7 +128,7 @@ pub fn pmu_events(devices: &Path, event: &str) -> Option<Result<Vec<PmuEvent>>> 
 /// # Errors
 /// As [`pmu_events`], and for a PMU `devices` lacks (the message lists those present; the
 /// hint names the boxes a wildcard would take).
-pub fn parse_pmu_event(devices: &Path, event: &str) -> Result<PmuEvent> {
+pub fn parse_pmu_event(devices: &PmuDevices, event: &str) -> Result<PmuEvent> {
     let (name, terms, modifiers) = split(event).ok_or_else(|| malformed(event))?;
     let pmu = match Pmu::open(devices, name) {
         Ok(pmu) => pmu,
@@ -407,17 +407,20 @@ pub fn apply_modifiers(event: &str, modifiers: &str, encoding: &mut PerfAttr) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
+    use std::path::Path;
 
-    fn machine(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/machines")
-            .join(name)
-            .join("bus/event_source/devices")
+    /// The PMUs of machine tree `name` (`spr-2s`).
+    fn machine(name: &str) -> PmuDevices {
+        PmuDevices::at(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/machines")
+                .join(name)
+                .join("bus/event_source/devices"),
+        )
     }
 
     /// (PMU, type, config, config1, CPUs) of each PMU `event` opens on.
-    fn opens(devices: &Path, event: &str) -> Vec<(String, u32, u64, u64, Vec<i32>)> {
+    fn opens(devices: &PmuDevices, event: &str) -> Vec<(String, u32, u64, u64, Vec<i32>)> {
         let mut list: Vec<_> = pmu_events(devices, event)
             .expect("a PMU event here")
             .unwrap_or_else(|e| panic!("{event}: {e}"))
@@ -436,7 +439,7 @@ mod tests {
         list
     }
 
-    fn refusal(devices: &Path, event: &str) -> String {
+    fn refusal(devices: &PmuDevices, event: &str) -> String {
         match pmu_events(devices, event) {
             Some(Err(error)) => error.to_string(),
             other => panic!("{event}: {other:?}"),
@@ -584,7 +587,8 @@ mod tests {
             assert_eq!(named.name.as_deref(), Some("bw"));
             assert_eq!((&named.attr, named.scale), (&plain.attr, plain.scale));
         }
-        let hybrid = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid");
+        let hybrid =
+            PmuDevices::at(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs-hybrid"));
         let cycles = parse_pmu_event(&hybrid, "cpu_atom/name=small-cycles,cycles/k").unwrap();
         assert_eq!(cycles.name.as_deref(), Some("small-cycles"));
         assert_eq!((cycles.attr.type_, cycles.attr.config), (0, 10 << 32));

@@ -2,7 +2,7 @@
 //! the CPUs it counts on (`cpumask`, `cpus`), its `caps/`, `format/` fields and `events/`
 //! aliases.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use counterhal_hal::{CpuList, Error, Result};
 use counterhal_system::{PmuDevice, PmuDevices};
@@ -25,14 +25,14 @@ pub struct Pmu {
 }
 
 impl Pmu {
-    /// Opens `devices/<name>` and reads its type.
+    /// Opens the PMU `<name>` of `devices` and reads its type.
     ///
     /// # Errors
     /// [`counterhal_hal::ErrorKind::InvalidEvent`] when there is no such PMU (the message lists
     /// the PMUs present).
     /// [`counterhal_hal::ErrorKind::InvalidInput`] when its `type` file breaks the tree's rules
     /// (it leads out of the tree, is no regular file, or is too long).
-    pub fn open(devices: &Path, name: &str) -> Result<Pmu> {
+    pub fn open(devices: &PmuDevices, name: &str) -> Result<Pmu> {
         match Pmu::find(devices, name)? {
             Some(pmu) => Ok(pmu),
             None => {
@@ -42,7 +42,7 @@ impl Pmu {
                     .unwrap_or_default();
                 let message = format!(
                     "no PMU `{name}`{also} in {} (present: {present})",
-                    devices.display()
+                    devices.path().display()
                 );
                 // The core PMU's names are real PMUs this machine lacks: the same cause as a
                 // raw code on a machine without hardware counters, so the same kind. Any other
@@ -60,30 +60,29 @@ impl Pmu {
         }
     }
 
-    /// The PMU `devices/<name>`, or the one whose `alias` file says `name` (an uncore PMU's
+    /// The PMU `<name>` of `devices`, or the one whose `alias` file says `name` (an uncore PMU's
     /// other name, `uncore_type_0_2` for `uncore_cha_2`, which perf takes alike), or either
     /// of those for `uncore_<name>` ([`uncore_name`]); `None` when there is none.
-    pub fn named(devices: &Path, name: &str) -> Option<Pmu> {
+    pub fn named(devices: &PmuDevices, name: &str) -> Option<Pmu> {
         Pmu::find(devices, name).ok().flatten()
     }
 
     /// As [`Pmu::named`], with the refusal of a `type` file that breaks the tree's rules.
-    fn find(devices: &Path, name: &str) -> Result<Option<Pmu>> {
+    fn find(devices: &PmuDevices, name: &str) -> Result<Option<Pmu>> {
         if name.is_empty() || name.contains(['.', '/']) {
             return Ok(None);
         }
-        let pmus = PmuDevices::at(devices);
         for name in [Some(name.to_string()), uncore_name(name)]
             .into_iter()
             .flatten()
         {
-            if let Some(pmu) = Pmu::at(&pmus, &name)? {
+            if let Some(pmu) = Pmu::at(devices, &name)? {
                 return Ok(Some(pmu));
             }
-            if let Some(pmu) = pmus
+            if let Some(pmu) = devices
                 .names()
                 .iter()
-                .filter_map(|dir| Pmu::at(&pmus, dir).ok().flatten())
+                .filter_map(|dir| Pmu::at(devices, dir).ok().flatten())
                 .find(|pmu| pmu.alias_name().as_deref() == Some(name.as_str()))
             {
                 return Ok(Some(pmu));
@@ -197,17 +196,17 @@ impl Pmu {
 }
 
 /// Whether PMU `pmu` of `devices` has a regular file `file` (`cpumask`, `format/thresh`).
-pub(crate) fn has_file(devices: &Path, pmu: &str, file: &str) -> bool {
-    PmuDevices::at(devices)
+pub(crate) fn has_file(devices: &PmuDevices, pmu: &str, file: &str) -> bool {
+    devices
         .device(pmu)
         .ok()
         .flatten()
         .is_some_and(|device| device.has_file(file))
 }
 
-/// The PMU names under `devices`, sorted (none where `devices` leads out of its tree).
-pub fn list_pmus(devices: &Path) -> Vec<String> {
-    PmuDevices::at(devices).names()
+/// The PMU names of `devices`, sorted (none where its directory leads out of its tree).
+pub fn list_pmus(devices: &PmuDevices) -> Vec<String> {
+    devices.names()
 }
 
 /// The name perf also tries for a PMU named `name`: `uncore_<name>`, for a name that is no

@@ -20,7 +20,7 @@
 //! `UNC_CHA_TOR_INSERTS.IA_MISS:filter1=0x40431` is
 //! `cha@UNC_CHA_TOR_INSERTS.IA_MISS\,config1\=0x40431@`).
 
-use std::path::Path;
+use counterhal_system::PmuDevices;
 
 use counterhal_events::{Database, UncoreEvent};
 use counterhal_hal::{Error, ErrorKind, Result};
@@ -48,7 +48,7 @@ fn alias_matches(unit_pmu: &str, pmu: &str) -> bool {
 
 /// Whether perf 6.1 gives PMU `pmu` of `devices` the events of `unit_pmu`: the PMU of that
 /// name, or an uncore one (with a `cpumask`) that [`alias_matches`].
-fn carries(devices: &Path, pmu: &str, unit_pmu: &str) -> bool {
+fn carries(devices: &PmuDevices, pmu: &str, unit_pmu: &str) -> bool {
     pmu == unit_pmu || (alias_matches(unit_pmu, pmu) && has_file(devices, pmu, "cpumask"))
 }
 
@@ -118,7 +118,7 @@ impl PerfmonModifiers {
     /// The terms they add on PMU `pmu` of `devices` (`,filter_opc=0x182,thresh=1`): the box
     /// filters, then the counter mask as the PMU's `thresh` where it has that format field,
     /// else as `cmask`.
-    fn terms(&self, devices: &Path, pmu: &str) -> String {
+    fn terms(&self, devices: &PmuDevices, pmu: &str) -> String {
         let counter_mask = match has_file(devices, pmu, "format/thresh") {
             true => "thresh",
             false => "cmask",
@@ -156,7 +156,7 @@ fn box_number(pmu: &str) -> u64 {
 /// [`counterhal_hal::ErrorKind::InvalidEvent`] as [`pmu_events`] refuses the terms on every
 /// PMU; [`counterhal_hal::ErrorKind::DeviceMissing`] where the tree has no PMU for the event.
 pub fn uncore_pmu_events(
-    devices: &Path,
+    devices: &PmuDevices,
     database: &Database,
     model: Option<&str>,
     event: &str,
@@ -210,7 +210,7 @@ pub fn uncore_pmu_events(
 /// `pmu/TERMS/modifiers` where a bare term of TERMS is an uncore event of the model: the term
 /// replaced by the event's terms on each PMU the PMU part names that carries the event.
 fn named_term(
-    devices: &Path,
+    devices: &PmuDevices,
     database: &Database,
     model: &str,
     event: &str,
@@ -293,9 +293,13 @@ fn missing(name: &str, found: &[UncoreEvent]) -> Error {
 mod tests {
     use super::*;
 
-    fn spr() -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/machines/spr-2s/bus/event_source/devices")
+    use std::path::Path;
+
+    fn spr() -> PmuDevices {
+        PmuDevices::at(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/machines/spr-2s/bus/event_source/devices"),
+        )
     }
 
     #[test]
@@ -307,8 +311,10 @@ mod tests {
         assert_eq!(read.rest, "u");
         assert_eq!(read.terms(&spr(), "uncore_cha_0"), ",thresh=1,edge=1");
         assert_eq!(read.terms(&spr(), "uncore_imc_0"), ",thresh=1,edge=1");
-        let skl = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/machines/skl-client/bus/event_source/devices");
+        let skl = PmuDevices::at(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/machines/skl-client/bus/event_source/devices"),
+        );
         assert_eq!(read.terms(&skl, "uncore_arb"), ",cmask=1,edge=1");
         assert_eq!(PerfmonModifiers::read("k").rest, "k");
         let filtered = PerfmonModifiers::read("opc=0x1c8:tid=0x3e:c=1");

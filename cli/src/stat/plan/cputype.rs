@@ -7,6 +7,7 @@
 
 use counterhal::Error;
 use counterhal_hal::Encoding;
+use counterhal_system::PmuDevices;
 
 use super::planned::Planned;
 
@@ -18,19 +19,19 @@ fn core_pmu(encoding: &Encoding) -> Option<&str> {
     }
 }
 
-/// Refuses a `cputype` that names no PMU under `devices` (`None`: no sysfs PMUs here, nothing
+/// Refuses a `cputype` that names no PMU of `devices` (`None`: no sysfs PMUs here, nothing
 /// to check), as perf 7.2's `parse_cputype` does (`perf_pmus__pmu_for_pmu_filter`,
 /// tools/perf/util/pmus.c: a PMU of that name, or of that name after `uncore_` or `cpu_`):
 /// "--cputype 123 is not supported!".
 ///
 /// # Errors
 /// No such PMU (bad input).
-pub fn named_pmu(devices: Option<&std::path::Path>, cputype: &str) -> Result<(), Error> {
+pub fn named_pmu(devices: Option<&PmuDevices>, cputype: &str) -> Result<(), Error> {
     let Some(devices) = devices else {
         return Ok(());
     };
     let plain = !cputype.is_empty() && !cputype.contains(['/', '\0']) && cputype != "..";
-    let exists = |name: String| plain && devices.join(name).is_dir();
+    let exists = |name: String| plain && devices.has(&name);
     if exists(cputype.to_string())
         || exists(format!("uncore_{cputype}"))
         || exists(format!("cpu_{cputype}"))
@@ -40,7 +41,7 @@ pub fn named_pmu(devices: Option<&std::path::Path>, cputype: &str) -> Result<(),
     Err(Error::invalid_input(format!(
         "--cputype {cputype} is not supported! (no PMU `{cputype}`, `cpu_{cputype}` or \
          `uncore_{cputype}` in {})",
-        devices.display()
+        devices.path().display()
     ))
     .with_hint("--cputype atom or core names a hybrid CPU's cpu_atom or cpu_core"))
 }
@@ -176,11 +177,12 @@ mod tests {
         for pmu in ["cpu_atom", "software", "uncore_imc"] {
             std::fs::create_dir_all(dir.join(pmu)).unwrap();
         }
+        let pmus = PmuDevices::at(&dir);
         for name in ["atom", "cpu_atom", "software", "imc", "uncore_imc"] {
-            assert!(named_pmu(Some(&dir), name).is_ok(), "{name}");
+            assert!(named_pmu(Some(&pmus), name).is_ok(), "{name}");
         }
         for name in ["123", "core", "", "..", "../counterhal", "atom/x"] {
-            let refused = named_pmu(Some(&dir), name).unwrap_err();
+            let refused = named_pmu(Some(&pmus), name).unwrap_err();
             assert!(refused.message().contains("is not supported!"), "{refused}");
         }
         assert!(named_pmu(None, "123").is_ok());

@@ -231,7 +231,7 @@ pub fn plan<B: Backend>(
             true => Some(args.sysfs.devices()?),
             false => None,
         };
-        cputype::named_pmu(devices.as_deref(), cputype).map_err(|e| CliError::usage(e, USAGE))?;
+        cputype::named_pmu(devices.as_ref(), cputype).map_err(|e| CliError::usage(e, USAGE))?;
         cputype::keep(&mut events, cputype).map_err(|e| CliError::usage(e, USAGE))?;
     }
     // perf 7.2 stops where no event can count (`__run_perf_stat`, tools/perf/builtin-stat.c).

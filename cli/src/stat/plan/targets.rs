@@ -185,10 +185,7 @@ fn check_online(cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
     ))
     .with_hint(format!(
         "name CPUs listed in {}, e.g. -C {online}",
-        System::host()
-            .sysfs()
-            .join("devices/system/cpu/online")
-            .display()
+        System::host().online_cpus_path().display()
     )))
 }
 
