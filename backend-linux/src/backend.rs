@@ -16,7 +16,7 @@ use counterhal_hal::{
     GeneralizedEvent, OpenOptions, PerfAttr, ResolvedEvent, Result, Scope, TargetSupport,
     check_family, countable_form,
 };
-use counterhal_system::System;
+use counterhal_system::{PmuDevices, System};
 
 use crate::attr::{Placement, build_attr};
 use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
@@ -39,6 +39,8 @@ pub struct LinuxBackend {
     cpu: Option<String>,
     /// The system its PMUs, tracepoints and facts are read from.
     system: System,
+    /// The system's PMUs (its PMU directory and the tree it is read in), taken once.
+    pmus: PmuDevices,
     facts: Arc<SystemFacts>,
     /// Whether `inherit` takes `PERF_FORMAT_GROUP` here: found by the probe (or, for a backend
     /// built without one, on first use).
@@ -463,7 +465,7 @@ impl Backend for LinuxBackend {
             if let Some(opens) = self.core_named(event) {
                 return opens;
             }
-            return sysfs::parse_pmu_event(&self.system.pmus(), event).map(|opened| {
+            return sysfs::parse_pmu_event(&self.pmus, event).map(|opened| {
                 // `name=foo` names it as perf does.
                 let name = opened.name.as_deref().unwrap_or(event);
                 let unit = opened.unit();
@@ -474,7 +476,7 @@ impl Backend for LinuxBackend {
             });
         }
         if let Some(model) = self.cpu.as_deref()
-            && let Some(attr) = topdown::resolve_here(&self.system.pmus(), model, event)
+            && let Some(attr) = topdown::resolve_here(&self.pmus, model, event)
         {
             return attr.map(single);
         }
@@ -534,7 +536,7 @@ impl counterhal_hal::EventListing for LinuxBackend {
     /// The dynamic PMUs' event aliases (`msr/tsc/`) and the tracepoints
     /// (`syscalls:sys_enter_getpid`).
     fn own_events(&self) -> Vec<(String, String)> {
-        let mut events = sysfs::aliases(&self.system.pmus());
+        let mut events = sysfs::aliases(&self.pmus);
         events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
         events.extend(tracefs::list(&self.system, self.mount_tracefs));
         events

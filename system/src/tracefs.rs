@@ -30,6 +30,9 @@ pub enum TracefsState {
     Absent,
 }
 
+/// Where tracefs may be mounted under a sysfs root, in the order perf tries them.
+const TRACEFS_UNDER_SYSFS: [&str; 2] = ["kernel/tracing", "kernel/debug/tracing"];
+
 /// The roots found mounted, for the rest of the process: a `list` resolves thousands of
 /// tracepoints, each of which would otherwise look at every root again. Each root is added
 /// once and never taken out (tracefs stays mounted once mounted; if it went, reading a
@@ -226,6 +229,20 @@ fn id_path(root: &Path, system: &str, event: &str) -> PathBuf {
     PathBuf::from(OsString::from_vec(path))
 }
 
+/// Whether `path` is `base.join(dir)` byte for byte (as [`System::tracefs_roots`] made it),
+/// told without making that path.
+fn is_joined(path: &Path, base: &Path, dir: &str) -> bool {
+    let (path, base) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
+    let Some(rest) = path.strip_prefix(base) else {
+        return false;
+    };
+    let rest = match base.is_empty() || base.ends_with(b"/") {
+        true => Some(rest),
+        false => rest.strip_prefix(b"/"),
+    };
+    rest == Some(dir.as_bytes())
+}
+
 /// The names of the directories in `dir` (no link followed), sorted; none where it cannot be
 /// read.
 fn subdirectories(dir: &Path) -> Vec<String> {
@@ -248,7 +265,7 @@ impl System {
     pub(crate) fn tracefs_roots(&self) -> Vec<PathBuf> {
         match &self.tracefs {
             Some(root) => vec![root.clone()],
-            None => ["kernel/tracing", "kernel/debug/tracing"]
+            None => TRACEFS_UNDER_SYSFS
                 .iter()
                 .map(|dir| self.sysfs.join(dir))
                 .collect(),
@@ -259,6 +276,19 @@ impl System {
     /// else `kernel/tracing` and `kernel/debug/tracing` under the sysfs root, in the order perf
     /// tries them), or the first this user may not enter.
     pub fn tracefs(&self) -> TracefsState {
+        // A root found mounted before is the answer: looked for without making the roots' paths
+        // (a `list` asks at each of thousands of tracepoints).
+        if let Ok(mounted) = MOUNTED.lock() {
+            let known = match &self.tracefs {
+                Some(root) => mounted.iter().find(|m| *m == root),
+                None => TRACEFS_UNDER_SYSFS
+                    .iter()
+                    .find_map(|dir| mounted.iter().find(|m| is_joined(m, &self.sysfs, dir))),
+            };
+            if let Some(root) = known {
+                return TracefsState::Mounted(Tracefs { root: root.clone() });
+            }
+        }
         TracefsState::find(&self.tracefs_roots())
     }
 
@@ -276,7 +306,8 @@ impl System {
 mod tests {
     use super::*;
 
-    /// Oracle: `Path::join`, which the one-allocation path must equal for any root.
+    /// Oracle: `Path::join`, which the one-allocation path must equal, and the roots found
+    /// mounted be told from, for any root.
     #[test]
     fn id_paths_are_the_joined_paths() {
         for root in [
@@ -297,6 +328,16 @@ mod tests {
                 id_path(root, "xhci-hcd", "xhci_dbg").as_os_str(),
                 joined.as_os_str()
             );
+            assert!(is_joined(
+                &root.join("kernel/tracing"),
+                root,
+                "kernel/tracing"
+            ));
+            assert!(!is_joined(
+                &root.join("kernel/tracing"),
+                root,
+                "kernel/debug/tracing"
+            ));
         }
     }
 
@@ -382,6 +423,20 @@ mod tests {
             System::host().tracefs_roots()[0],
             Path::new("/sys/kernel/tracing")
         );
+        // Under a sysfs root, `kernel/debug/tracing` where `kernel/tracing` holds none: asked
+        // again, the root found mounted answers, and it is no other sysfs root's.
+        let sysfs = dir.join("sys");
+        let debug = sysfs.join("kernel/debug/tracing");
+        fs::create_dir_all(debug.join("events")).unwrap();
+        let under = System::host().with_sysfs(&sysfs);
+        for _ in 0..2 {
+            let TracefsState::Mounted(found) = under.tracefs() else {
+                panic!("kernel/debug/tracing is a tracefs");
+            };
+            assert_eq!(found.root(), debug);
+        }
+        let other = System::host().with_sysfs(dir.join("other"));
+        assert_eq!(other.tracefs(), TracefsState::Absent);
         // Nothing is mounted on a test's tree; this machine's mount point is its own.
         assert_eq!(system.tracefs_mount_point(), None);
         assert_eq!(System::host().with_sysfs(&dir).tracefs_mount_point(), None);

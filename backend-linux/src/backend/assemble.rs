@@ -36,7 +36,8 @@ pub(super) fn assemble(
     offline: bool,
 ) -> LinuxBackend {
     // One listing of the core PMUs serves every fact read from them.
-    let core_list = sysfs::core_pmus(&system.pmus());
+    let pmus = system.pmus();
+    let core_list = sysfs::core_pmus(&pmus);
     let facts = match offline {
         true => SystemFacts::unknown(),
         false => SystemFacts::gather(&system, !core_list.is_empty()),
@@ -48,6 +49,7 @@ pub(super) fn assemble(
         db,
         cpu,
         system,
+        pmus,
         facts: Arc::new(facts),
         // Offline, inherited group reads are taken as a current kernel has them.
         inherit_group_read: match offline {

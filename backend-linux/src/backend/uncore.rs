@@ -19,7 +19,7 @@ impl LinuxBackend {
     /// merges the boxes; `None` where the model's uncore table has no such name, and
     /// [`ErrorKind::InvalidEvent`] where this system lacks its PMU.
     pub(super) fn uncore(&self, event: &str) -> Option<Result<ResolvedEvent>> {
-        let devices = &self.system.pmus();
+        let devices = &self.pmus;
         let opens = sysfs::uncore_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
         // A PMU this system lacks makes the name no event here, as perf refuses it (a metric
         // reading it cannot run).
@@ -40,7 +40,7 @@ impl LinuxBackend {
     /// (`cpu/OCR.DEMAND_RFO.L3_MISS,offcore_rsp=0x103b800002/`, [`crate::core_pmu_events`]);
     /// `None` where no term does.
     pub(super) fn core_named(&self, event: &str) -> Option<Result<ResolvedEvent>> {
-        let devices = &self.system.pmus();
+        let devices = &self.pmus;
         let opens =
             crate::core_events::core_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
         Some(opens.map(|opens| summed(event, opens)))
@@ -62,7 +62,7 @@ impl PmuTopology for LinuxBackend {
                     }
                     type_ => type_,
                 };
-                sysfs::system_wide_cpus(&self.system.pmus(), type_)
+                sysfs::system_wide_cpus(&self.pmus, type_)
             }
             _ => None,
         }
@@ -74,7 +74,7 @@ impl PmuTopology for LinuxBackend {
     /// `cpu_core/INT_MISC.UOP_DROPPING/`, as perf 7.2 reads a JSON event as the PMU's alias),
     /// which resolve as one event.
     fn boxes(&self, event: &str) -> Option<Result<Vec<PmuBox>>> {
-        let opens = sysfs::pmu_events(&self.system.pmus(), event)?;
+        let opens = sysfs::pmu_events(&self.pmus, event)?;
         if opens.is_err() && self.resolve(event).is_ok() {
             return None;
         }
@@ -102,7 +102,7 @@ impl PmuTopology for LinuxBackend {
     /// the model's core event in the core PMU's terms ([`crate::core_pmu_events`]), else
     /// perf's PMU syntax on each box ([`sysfs::pmu_events`]), on the tree's PMUs.
     fn opens(&self, event: &str) -> Option<Result<Vec<PmuEvent>>> {
-        let (devices, cpu) = (&self.system.pmus(), self.cpu.as_deref());
+        let (devices, cpu) = (&self.pmus, self.cpu.as_deref());
         sysfs::uncore_pmu_events(devices, &self.db, cpu, event)
             .or_else(|| crate::core_events::core_pmu_events(devices, &self.db, cpu, event))
             .or_else(|| sysfs::pmu_events(devices, event))
