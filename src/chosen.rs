@@ -128,7 +128,7 @@ impl Context {
 /// [`open_named`](Chosen::open_named) opens events by name on any [`Target`];
 /// [`builder`](Chosen::builder) gathers them one at a time. It is a [`Backend`] itself, whose
 /// groups are [`AnyGroup`]s, and it dereferences to the boxed backend
-/// ([`advanced::AnyBackend`](crate::advanced::AnyBackend)).
+/// ([`AnyBackend`], `counterhal::advanced::AnyBackend`).
 pub struct Chosen {
     backend: AnyBackend,
     passed_over: Vec<(&'static str, Error)>,
@@ -215,11 +215,11 @@ impl Chosen {
     ///
     /// The one way to count a command: to read it while it runs, stop it, count perf's
     /// `{a,b}` groups or the command alone, hold it as
-    /// [`advanced::CountedCommand`](crate::advanced::CountedCommand).
+    /// [`advanced::CountedCommand`](CountedCommand).
     ///
     /// # Errors
     /// As [`Backend::resolve`] for the names, and as
-    /// [`CountedCommand::launch`](crate::advanced::CountedCommand::launch) and its `start` and
+    /// [`CountedCommand::launch`](CountedCommand::launch) and its `start` and
     /// `wait`; [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name given
     /// twice.
     #[cfg(unix)]

@@ -12,7 +12,7 @@ use counterhal_events::{CpuIdentity, Database};
 use counterhal_hal::{Encoding, ResolvedEvent};
 use counterhal_system::System;
 
-use crate::sysfs::Pmu;
+use crate::pmus::Pmu;
 
 /// `PERF_TYPE_RAW`.
 const TYPE_RAW: u32 = 4;
@@ -95,7 +95,7 @@ mod tests {
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::write(dir.join("midr_el1"), format!("{midr}\n")).unwrap();
         }
-        let pmus = crate::sysfs::core_pmus(&counterhal_system::PmuDevices::at(&devices));
+        let pmus = crate::pmus::core_pmus(&counterhal_system::PmuDevices::at(&devices));
         assert_eq!(pmus.len(), 2);
         let database = Database::shipped().unwrap();
         let accepts = Accepts::new(

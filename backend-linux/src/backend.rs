@@ -25,7 +25,7 @@ use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::raw::{RawFormat, raw_attr};
 use crate::rdpmc::{UserAccess, on_core_pmu};
 use crate::sys::{self, TYPE_RAW, TYPE_SOFTWARE, UserPageMap, attr_bit};
-use crate::{breakpoint, sysfs, topdown, tracefs};
+use crate::{breakpoint, pmus, topdown, tracepoints};
 
 /// The Linux `perf_event_open` backend.
 ///
@@ -47,7 +47,7 @@ pub struct LinuxBackend {
     inherit_group_read: Arc<OnceLock<bool>>,
     self_monitoring: bool,
     /// The core PMUs of a hybrid CPU (empty elsewhere), read from sysfs once at probe.
-    hybrid: Arc<Vec<sysfs::Pmu>>,
+    hybrid: Arc<Vec<pmus::Pmu>>,
     /// What the raw-event PMU passes on of IN_TX, IN_TXCP and UMASK2 (`None`: no core PMU).
     raw_format: Option<Arc<RawFormat>>,
     /// How an event asks for user-space counter reads (Arm64's `rdpmc` format), if it must.
@@ -127,17 +127,17 @@ pub(crate) const MAX_GROUP_EVENTS: usize = (16 * 1024 - 24) / 16;
 /// What the backend keeps of the core PMUs under `devices`, read from one listing: those of a
 /// hybrid CPU, how an event asks for user-space reads, and their dynamic types.
 struct CorePmus {
-    hybrid: Arc<Vec<sysfs::Pmu>>,
+    hybrid: Arc<Vec<pmus::Pmu>>,
     user_access: Option<Arc<UserAccess>>,
     types: Arc<Vec<u32>>,
 }
 
 impl CorePmus {
-    fn of(cores: Vec<sysfs::Pmu>) -> CorePmus {
+    fn of(cores: Vec<pmus::Pmu>) -> CorePmus {
         CorePmus {
             user_access: UserAccess::of(&cores).map(Arc::new),
             types: Arc::new(cores.iter().map(|pmu| pmu.type_).collect()),
-            hybrid: Arc::new(sysfs::hybrid_of(cores)),
+            hybrid: Arc::new(pmus::hybrid_of(cores)),
         }
     }
 }
@@ -164,7 +164,7 @@ pub(crate) fn perf_encoding<'r>(
     check_family("linux", &ACCEPTS, request)?;
     match &request.encoding {
         Encoding::Perf(attr) => {
-            tracefs::check_filter(&request.name, attr)?;
+            tracepoints::check_filter(&request.name, attr)?;
             if let Some(format) = raw_format.filter(|_| attr.type_ == TYPE_RAW) {
                 format.check_config(&request.name, attr.config)?;
             }
@@ -398,7 +398,7 @@ impl LinuxBackend {
                 cpu: place.cpu,
                 cpu_online: u32::try_from(place.cpu)
                     .ok()
-                    .and_then(|cpu| sysfs::cpu_online(&self.system, cpu)),
+                    .and_then(|cpu| pmus::cpu_online(&self.system, cpu)),
                 member: group_fd.is_some(),
             };
             map_errno(
@@ -409,7 +409,7 @@ impl LinuxBackend {
             .context(&request.name)
         })?;
         if let Some(filter) = &encoding.filter {
-            tracefs::set_filter(fd.as_fd(), filter).map_err(|e| e.context(&request.name))?;
+            tracepoints::set_filter(fd.as_fd(), filter).map_err(|e| e.context(&request.name))?;
         }
         let id = sys::ioctl_id(fd.as_fd()).map_err(|errno| {
             map_errno(errno, Operation::Ioctl("ID"), &self.facts).context(&request.name)
@@ -450,7 +450,7 @@ impl Backend for LinuxBackend {
         let single = |encoding: PerfAttr| {
             ResolvedEvent::single(EventRequest::new(event, Encoding::Perf(encoding)))
         };
-        if let Some(encoding) = tracefs::resolve(&self.system, event, self.mount_tracefs)? {
+        if let Some(encoding) = tracepoints::resolve(&self.system, event, self.mount_tracefs)? {
             return Ok(single(encoding));
         }
         if let Some(parsed) = breakpoint::parse(event) {
@@ -465,7 +465,7 @@ impl Backend for LinuxBackend {
             if let Some(opens) = self.core_named(event) {
                 return opens;
             }
-            return sysfs::parse_pmu_event(&self.pmus, event).map(|opened| {
+            return pmus::parse_pmu_event(&self.pmus, event).map(|opened| {
                 // `name=foo` names it as perf does.
                 let name = opened.name.as_deref().unwrap_or(event);
                 let unit = opened.unit();
@@ -505,8 +505,8 @@ impl Backend for LinuxBackend {
             // is an event (`cycles:zz`), the database's word on the modifier is the answer.
             Err(e) if e.kind() == EventErrorKind::NotFound => match self.uncore(event) {
                 Some(opens) => opens,
-                None if tracefs::looks_like_tracepoint(event) => {
-                    Err(tracefs::not_found(&self.system, event))
+                None if tracepoints::looks_like_tracepoint(event) => {
+                    Err(tracepoints::not_found(&self.system, event))
                 }
                 None => Err(e.into()),
             },
@@ -536,9 +536,9 @@ impl counterhal_hal::EventListing for LinuxBackend {
     /// The dynamic PMUs' event aliases (`msr/tsc/`) and the tracepoints
     /// (`syscalls:sys_enter_getpid`).
     fn own_events(&self) -> Vec<(String, String)> {
-        let mut events = sysfs::aliases(&self.pmus);
+        let mut events = pmus::aliases(&self.pmus);
         events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
-        events.extend(tracefs::list(&self.system, self.mount_tracefs));
+        events.extend(tracepoints::list(&self.system, self.mount_tracefs));
         events
     }
 }

@@ -117,7 +117,7 @@ fn parse_rest(name: &str, rest: &str) -> Result<PerfAttr> {
         )));
     }
     let mut encoding = encoding(address, access, len);
-    crate::sysfs::apply_modifiers(name, modifiers, &mut encoding)?;
+    crate::pmus::apply_modifiers(name, modifiers, &mut encoding)?;
     Ok(encoding)
 }
 

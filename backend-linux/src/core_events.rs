@@ -21,8 +21,8 @@ use counterhal_events::Database;
 use counterhal_hal::{Accepts, Domain, Encoding, Family, Result};
 
 use crate::intel_hybrid::model_of_pmu;
+use crate::pmus::{PmuEvent, find_pmus, pmu_events};
 use crate::raw::raw_attr;
-use crate::sysfs::{PmuEvent, find_pmus, pmu_events};
 
 /// Every open of `event` (`pmu/TERMS/modifiers`) where a bare term of TERMS names a core
 /// event of CPU model `model` on a core PMU of `devices` (see the module's documentation): the

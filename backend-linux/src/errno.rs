@@ -640,7 +640,7 @@ mod tests {
             Operation::Open(open(EventClass::Tracepoint)),
             &facts(2, false, false),
         );
-        let withheld = crate::tracefs::denied("sched:sched_switch", std::path::Path::new("/t"));
+        let withheld = crate::tracepoints::denied("sched:sched_switch", std::path::Path::new("/t"));
         for error in [refused, withheld] {
             let hint = error.hint().unwrap();
             assert!(hint.contains(&format!("needs {kernel} or lower")), "{hint}");

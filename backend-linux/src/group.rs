@@ -330,7 +330,7 @@ impl LinuxGroup {
                 fds.len()
             ))
         })?;
-        crate::tracefs::set_filter(*fd, filter)
+        crate::tracepoints::set_filter(*fd, filter)
     }
 
     /// `PERF_EVENT_IOC_SET_OUTPUT` from the event at `index` to the one at `target`.

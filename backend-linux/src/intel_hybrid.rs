@@ -19,7 +19,7 @@ use counterhal_hal::{Accepts, Encoding, EventRequest, PerfAttr, ResolvedEvent, R
 
 use counterhal_events::perf::TYPE_RAW;
 
-use crate::sysfs::Pmu;
+use crate::pmus::Pmu;
 
 /// The core type of the cores an Intel hybrid core PMU counts on, by the name the kernel
 /// gives it (`cpu_core`: [`HybridCore::CORE`], `cpu_atom`: [`HybridCore::ATOM`]).
@@ -196,7 +196,7 @@ mod tests {
         let devices = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data/machines/adl/bus/event_source/devices");
         let devices = counterhal_system::PmuDevices::at(&devices);
-        crate::sysfs::hybrid_of(crate::sysfs::core_pmus(&devices))
+        crate::pmus::hybrid_of(crate::pmus::core_pmus(&devices))
     }
 
     /// (PMU, type, config) of each term of `event` on `model` over the adl tree's core PMUs.

@@ -6,8 +6,8 @@ pub mod conformance;
 
 // Reading a sysfs tree is plain file reading: another machine's PMUs encode on any system.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-mod sysfs;
-pub use sysfs::{Alias, ConfigWord, FormatField, PmuEvent, pmu_events, uncore_pmu_events};
+mod pmus;
+pub use pmus::{Alias, ConfigWord, FormatField, PmuEvent, pmu_events, uncore_pmu_events};
 // An event select as a raw perf event is arithmetic, and so are the core PMU's aliases of the
 // model's events built on it: both serve any system's encodings of another machine's tree.
 mod core_events;
@@ -40,7 +40,7 @@ cfg_if::cfg_if! {
         mod sampler;
         #[allow(unsafe_code)] // the one module with unsafe code (see its `# Safety` note)
         mod sys;
-        mod tracefs;
+        mod tracepoints;
         pub mod topdown;
 
         pub use backend::{LinuxBackend, probe, probe_with};

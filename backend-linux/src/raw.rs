@@ -6,7 +6,7 @@ use counterhal_system::PmuDevices;
 
 use counterhal_hal::{Error, Evtsel, ExtraMsr, PerfAttr, Result};
 
-use crate::sysfs;
+use crate::pmus;
 use counterhal_events::perf::TYPE_RAW;
 
 /// The perf attr of an x86 event select: a raw event whose config is the event-select bits,
@@ -103,11 +103,11 @@ impl RawFormat {
     /// The formats of the core PMU whose type is `PERF_TYPE_RAW`; `None` where there is none
     /// (no hardware PMU: raw events then fail to open anyway).
     pub fn read(devices: &PmuDevices) -> Option<RawFormat> {
-        Self::of(&sysfs::core_pmus(devices))
+        Self::of(&pmus::core_pmus(devices))
     }
 
-    /// [`RawFormat::read`] of `cores` (the core PMUs, as `sysfs::core_pmus` lists them).
-    pub fn of(cores: &[sysfs::Pmu]) -> Option<RawFormat> {
+    /// [`RawFormat::read`] of `cores` (the core PMUs, as `pmus::core_pmus` lists them).
+    pub fn of(cores: &[pmus::Pmu]) -> Option<RawFormat> {
         let pmu = cores.iter().find(|pmu| pmu.type_ == TYPE_RAW)?;
         let has = |field: &str| matches!(pmu.format(field), Ok(Some(_)));
         let umask2 =

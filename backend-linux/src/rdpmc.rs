@@ -10,8 +10,8 @@ use std::borrow::Cow;
 
 use counterhal_hal::{PerfAttr, Reading};
 
+use crate::pmus::{self, FormatField};
 use crate::sys::{TYPE_HARDWARE, TYPE_HW_CACHE, TYPE_RAW};
-use crate::sysfs::{self, FormatField};
 
 pub use crate::sys::{PageSnapshot, UserPage};
 
@@ -39,11 +39,11 @@ pub struct UserAccess {
 impl UserAccess {
     /// The core PMUs' `rdpmc` format under `devices`, if they have one.
     pub fn read(devices: &PmuDevices) -> Option<UserAccess> {
-        Self::of(&sysfs::core_pmus(devices))
+        Self::of(&pmus::core_pmus(devices))
     }
 
-    /// The `rdpmc` format of `cores` (the core PMUs, as `sysfs::core_pmus` lists them).
-    pub fn of(cores: &[sysfs::Pmu]) -> Option<UserAccess> {
+    /// The `rdpmc` format of `cores` (the core PMUs, as `pmus::core_pmus` lists them).
+    pub fn of(cores: &[pmus::Pmu]) -> Option<UserAccess> {
         let field = cores
             .iter()
             .find_map(|pmu| pmu.format("rdpmc").ok().flatten())?;

@@ -205,7 +205,7 @@ impl LinuxBackend {
                 .context(&request.name)
             })?;
             if let Some(filter) = &encoding.filter {
-                crate::tracefs::set_filter(fd.as_fd(), filter)
+                crate::tracepoints::set_filter(fd.as_fd(), filter)
                     .map_err(|e| e.context(&request.name))?;
             }
             fds.push(fd);

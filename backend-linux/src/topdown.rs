@@ -21,8 +21,8 @@ use counterhal_system::PmuDevices;
 
 use counterhal_hal::{Error, PerfAttr, Result};
 
+use crate::pmus;
 use crate::sys::TYPE_RAW;
-use crate::sysfs;
 
 /// The `config` of `slots` (event 0x00, unit mask 0x04).
 pub(crate) const SLOTS: u64 = 0x0400;
@@ -168,7 +168,7 @@ pub(crate) fn resolve_here(
     event: &str,
 ) -> Option<Result<PerfAttr>> {
     config_of(model, event)?;
-    let cores = sysfs::core_pmus(devices);
+    let cores = pmus::core_pmus(devices);
     let big = cores.iter().find(|p| p.name == "cpu_core");
     let core = big.or_else(|| cores.iter().find(|p| p.type_ == TYPE_RAW));
     let has_slots = core.map(|p| p.has_file("events/slots"));

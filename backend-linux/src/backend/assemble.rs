@@ -9,8 +9,8 @@ use counterhal_system::System;
 
 use super::{CorePmus, LinuxBackend, capabilities};
 use crate::errno::SystemFacts;
+use crate::pmus;
 use crate::raw::RawFormat;
-use crate::sysfs;
 
 /// A backend that resolves names against the PMUs and tracepoints of `system` (another
 /// machine's sysfs tree: `System::host().with_sysfs(DIR)`) for CPU model `cpu`, without probing or
@@ -37,7 +37,7 @@ pub(super) fn assemble(
 ) -> LinuxBackend {
     // One listing of the core PMUs serves every fact read from them.
     let pmus = system.pmus();
-    let core_list = sysfs::core_pmus(&pmus);
+    let core_list = pmus::core_pmus(&pmus);
     let facts = match offline {
         true => SystemFacts::unknown(),
         false => SystemFacts::gather(&system, !core_list.is_empty()),

@@ -10,8 +10,8 @@ use counterhal_hal::{
 };
 
 use super::LinuxBackend;
+use crate::pmus;
 use crate::sys::{TYPE_HARDWARE, TYPE_HW_CACHE};
-use crate::sysfs;
 
 impl LinuxBackend {
     /// `event` as an uncore event of the CPU model (`UNC_M_CAS_COUNT.RD`,
@@ -20,7 +20,7 @@ impl LinuxBackend {
     /// [`ErrorKind::InvalidEvent`] where this system lacks its PMU.
     pub(super) fn uncore(&self, event: &str) -> Option<Result<ResolvedEvent>> {
         let devices = &self.pmus;
-        let opens = sysfs::uncore_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
+        let opens = pmus::uncore_pmu_events(devices, &self.db, self.cpu.as_deref(), event)?;
         // A PMU this system lacks makes the name no event here, as perf refuses it (a metric
         // reading it cannot run).
         let opens = opens.map_err(|e| match e.kind() {
@@ -62,19 +62,19 @@ impl PmuTopology for LinuxBackend {
                     }
                     type_ => type_,
                 };
-                sysfs::system_wide_cpus(&self.pmus, type_)
+                pmus::system_wide_cpus(&self.pmus, type_)
             }
             _ => None,
         }
     }
 
     /// Each PMU of the tree a PMU event names that takes its terms, as perf 6.1's
-    /// `parse_events_add_pmu` opens one event per box ([`sysfs::pmu_events`]); `None` for
+    /// `parse_events_add_pmu` opens one event per box ([`pmus::pmu_events`]); `None` for
     /// terms only this backend's tables read (`uncore_imc/UNC_M_CAS_COUNT.RD/`,
     /// `cpu_core/INT_MISC.UOP_DROPPING/`, as perf 7.2 reads a JSON event as the PMU's alias),
     /// which resolve as one event.
     fn boxes(&self, event: &str) -> Option<Result<Vec<PmuBox>>> {
-        let opens = sysfs::pmu_events(&self.pmus, event)?;
+        let opens = pmus::pmu_events(&self.pmus, event)?;
         if opens.is_err() && self.resolve(event).is_ok() {
             return None;
         }
@@ -98,14 +98,14 @@ impl PmuTopology for LinuxBackend {
         }))
     }
 
-    /// The model's uncore event by name on each box ([`sysfs::uncore_pmu_events`]), else
+    /// The model's uncore event by name on each box ([`pmus::uncore_pmu_events`]), else
     /// the model's core event in the core PMU's terms ([`crate::core_pmu_events`]), else
-    /// perf's PMU syntax on each box ([`sysfs::pmu_events`]), on the tree's PMUs.
+    /// perf's PMU syntax on each box ([`pmus::pmu_events`]), on the tree's PMUs.
     fn opens(&self, event: &str) -> Option<Result<Vec<PmuEvent>>> {
         let (devices, cpu) = (&self.pmus, self.cpu.as_deref());
-        sysfs::uncore_pmu_events(devices, &self.db, cpu, event)
+        pmus::uncore_pmu_events(devices, &self.db, cpu, event)
             .or_else(|| crate::core_events::core_pmu_events(devices, &self.db, cpu, event))
-            .or_else(|| sysfs::pmu_events(devices, event))
+            .or_else(|| pmus::pmu_events(devices, event))
     }
 }
 
@@ -120,9 +120,9 @@ fn box_name(event: &str, pmu: &str) -> String {
 }
 
 /// One term per open of `event`, added up, named as its terms name it (`name=foo`) or as given.
-fn summed(event: &str, opens: Vec<sysfs::PmuEvent>) -> ResolvedEvent {
+fn summed(event: &str, opens: Vec<pmus::PmuEvent>) -> ResolvedEvent {
     // The boxes of one event share its alias, and so its scale and unit; and its name.
-    let unit = opens.first().and_then(sysfs::PmuEvent::unit);
+    let unit = opens.first().and_then(pmus::PmuEvent::unit);
     let named = opens.first().and_then(|open| open.name.clone());
     let event = named.as_deref().unwrap_or(event);
     let terms = opens

@@ -1,4 +1,5 @@
-//! Tracepoints (`subsystem:name[:modifiers]`) found through tracefs.
+//! Tracepoints (`subsystem:name[:modifiers]`), found in the tracefs that
+//! `counterhal_system::System` answers with (this module reads no file itself).
 
 use std::io;
 use std::path::Path;
@@ -227,7 +228,7 @@ pub fn resolve(system: &System, name: &str, mount: bool) -> Result<Option<PerfAt
     encoding.pmu = Some("tracepoint".to_string());
     // `p` (precise) means nothing to a tracepoint; perf accepts and ignores it.
     let modifiers: String = parts.modifiers.chars().filter(|c| *c != 'p').collect();
-    crate::sysfs::apply_modifiers(name, &modifiers, &mut encoding)?;
+    crate::pmus::apply_modifiers(name, &modifiers, &mut encoding)?;
     Ok(Some(encoding))
 }
 

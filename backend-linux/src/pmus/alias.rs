@@ -146,7 +146,7 @@ fn bad(path: &Path, why: impl std::fmt::Display) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysfs::Pmu;
+    use crate::pmus::Pmu;
     use counterhal_system::PmuDevices;
     use std::fs;
     use std::path::PathBuf;

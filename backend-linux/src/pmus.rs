@@ -1,4 +1,5 @@
-//! Dynamic PMUs from `/sys/bus/event_source/devices`, as perf discovers them: each PMU's
+//! Dynamic PMUs as perf discovers them in `/sys/bus/event_source/devices`, from the facts
+//! `counterhal_system::PmuDevices` answers with (this module reads no file itself): each PMU's
 //! `type`, `format/` fields (`config:0-7,32-35`, [`mod@format`]), `events/` aliases with their
 //! `.scale`, `.unit`, `.snapshot` and `.per-pkg` ([`alias`]), `cpumask` (or a hybrid core
 //! PMU's `cpus`), `alias` name and `caps/`; and the `pmu/term=value,alias/` event syntax built
