@@ -60,48 +60,8 @@ pub struct LinuxBackend {
     mount_tracefs: bool, // whether resolving may mount tracefs (set_mount_tracefs)
 }
 
-/// Checks that `perf_event_open` works here (a software event on this thread opens) and returns
-/// the backend. `cpu` is the event database's CPU model id, or `None` when unknown.
-///
-/// # Errors
-/// [`counterhal_hal::ErrorKind::Unsupported`] when the system call is missing (ENOSYS: no perf support, or a
-/// seccomp filter); [`counterhal_hal::ErrorKind::PermissionDenied`] when the paranoid level, capabilities or a
-/// seccomp filter forbid it (the hint names the level and what to change).
-pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<LinuxBackend> {
-    probe_with(db, cpu, System::host())
-}
-
-/// [`probe`] on a system of the caller's choosing: its PMUs, tracefs and facts read from
-/// `system` (a test's tree, `System::host().with_pmu_devices(DIR)`).
-///
-/// # Errors
-/// As [`probe`].
-pub fn probe_with(db: Arc<Database>, cpu: Option<String>, system: System) -> Result<LinuxBackend> {
-    let backend = assemble::assemble(db, cpu, system, false);
-    // A user-space-only software event opens at every paranoid level up to 2. Tried first as
-    // an inherited group read: where that opens, one system call answers both questions;
-    // where it does not, the plain open says why perf_event_open is not usable, if it is not.
-    // The inherited open is usable as the plain probe's open is only if its id can be asked
-    // for too (every open asks; an ioctl filter may refuse it): otherwise the plain probe
-    // runs and says why.
-    let request = probe_request();
-    let inherited = backend.open_inherited_group(&request);
-    let _ = backend.inherit_group_read.set(inherited.is_some());
-    if inherited.is_some_and(|fd| sys::ioctl_id(fd.as_fd()).is_ok()) {
-        return Ok(backend);
-    }
-    backend
-        .open(
-            std::slice::from_ref(&request),
-            &BackendTarget::ThisThread,
-            &OpenOptions::default(),
-        )
-        .map_err(|e| e.context("perf_event_open is not usable"))?;
-    Ok(backend)
-}
-
 /// The event start-up opens to see that perf_event_open works: `task-clock:u`.
-fn probe_request() -> EventRequest {
+pub(super) fn probe_request() -> EventRequest {
     let probe_event = PerfAttr::new(TYPE_SOFTWARE, 1).with_domain(Domain::USER);
     EventRequest::new("task-clock:u", Encoding::Perf(probe_event))
 }
@@ -118,11 +78,6 @@ const FAMILIES: &[Family] = &[Family::Perf, Family::Evtsel];
 /// The hardware families this architecture's core PMU programs through perf.
 #[cfg(not(any(target_arch = "x86", target_arch = "x86_64")))]
 const FAMILIES: &[Family] = &[Family::Perf];
-
-/// The most events one kernel group holds: the kernel refuses a member whose group's read
-/// (`nr`, the two times, then a value and an id per event: 24 + 16 N bytes) would pass 16 KiB
-/// (`perf_event_validate_size`), with E2BIG.
-pub(crate) const MAX_GROUP_EVENTS: usize = (16 * 1024 - 24) / 16;
 
 /// What the backend keeps of the core PMUs under `devices`, read from one listing: those of a
 /// hybrid CPU, how an event asks for user-space reads, and their dynamic types.
@@ -145,7 +100,7 @@ impl CorePmus {
 /// perf_event_open's: per process, multiplexed, every target, sysfs PMUs, rdpmc with a PMU.
 fn capabilities(self_monitoring: bool) -> Capabilities {
     let mut capabilities = Capabilities::new(ACCEPTS, Scope::PerProcess);
-    capabilities.set_max_group_events(Some(MAX_GROUP_EVENTS as u32));
+    capabilities.set_max_group_events(Some(plan::MAX_GROUP_EVENTS as u32));
     capabilities
         .set_sampling(cfg!(feature = "sampling"))
         .set_sysfs_pmus(true);
@@ -891,7 +846,7 @@ mod tests {
     #[test]
     fn software_event_page_falls_back() {
         let db = Arc::new(Database::shipped().unwrap());
-        let backend = probe(db, None).unwrap();
+        let backend = assemble::probe(db, None).unwrap();
         let request = EventRequest::new("task-clock", Encoding::Perf(software(1)));
         let group = backend
             .open(

@@ -43,14 +43,14 @@ cfg_if::cfg_if! {
         mod tracepoints;
         pub mod topdown;
 
-        pub use backend::{LinuxBackend, probe, probe_with};
+        pub use backend::LinuxBackend;
         #[cfg(feature = "cgroup-counter")]
         pub use bpf_cgroup::shared;
         #[cfg(feature = "cgroup-counter")]
         pub use bpf_cgroup::{
             LinuxCgroupCounter, MAX_EVENTS as CGROUP_MAX_EVENTS, MAX_LEVELS as CGROUP_MAX_LEVELS,
         };
-        pub use backend::assemble::on_sysfs;
+        pub use backend::assemble::{on_sysfs, probe, probe_with};
         pub use raw::{RawFormat, raw_attr};
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};

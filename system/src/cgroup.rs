@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use crate::System;
+use crate::roots::System;
 
 impl System {
     /// The cgroup directory `path` (under a cgroup mount, [`System::cgroup_mount`]) opened to

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::System;
+use crate::roots::System;
 
 /// The most CPUs a list names: more than any kernel's `NR_CPUS` (8,192), so that a hostile
 /// tree's `0-4294967295` is no list rather than 16 GiB of numbers.

@@ -5,8 +5,9 @@
 
 use std::path::PathBuf;
 
+use crate::permissions::PerfPermissions;
+use crate::roots::System;
 use crate::rule::{self, Refused, Tree};
-use crate::{PerfPermissions, System};
 
 /// `/proc/cpuinfo`: one block of `key\t: value` lines per CPU (proc_cpuinfo(5)), as the
 /// kernel decodes each CPU's signature.

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::System;
+use crate::roots::System;
 
 /// One mount, as a line of `mountinfo` describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,8 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::cpus::parse_cpu_list;
+use crate::roots::{PMU_DEVICES, System};
 use crate::rule::{PAGE, Refused, Tree};
-use crate::{PMU_DEVICES, System, parse_cpu_list};
 
 /// A PMU directory and the sysfs tree it is read in: `DIR/bus/event_source/devices` is read
 /// in `DIR` (whose own links, `devices/msr -> ../../../devices/msr`, stay inside it), a bare
@@ -235,6 +236,20 @@ fn is_plain_name(name: &str) -> bool {
 }
 
 impl System {
+    /// The PMUs of the sysfs root `root` (`--sysfs DIR`), where its PMU directory is a
+    /// directory inside `root`; `None` where `root` holds none.
+    ///
+    /// # Errors
+    /// [`Refused`] where it leads out of `root` (a link to another tree: that tree is the root
+    /// to name).
+    pub fn pmus_under(root: &Path) -> Result<Option<PmuDevices>, Refused> {
+        let devices = root.join(PMU_DEVICES);
+        match Tree::new(root, "sysfs").is_dir(&devices)? {
+            true => Ok(Some(PmuDevices::at(&devices))),
+            false => Ok(None),
+        }
+    }
+
     /// The PMUs of this system: its PMU directory (`bus/event_source/devices` under the sysfs
     /// root, one directory per PMU the kernel registered,
     /// Documentation/ABI/testing/sysfs-bus-event_source-devices; or the one named by

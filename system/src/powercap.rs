@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::System;
+use crate::roots::System;
 use crate::rule::{Refused, Tree};
 
 /// One RAPL zone of the powercap class (`class/powercap/intel-rapl:S[:C]`), its files read by

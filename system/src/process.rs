@@ -4,8 +4,9 @@
 use std::fmt::Display;
 use std::path::PathBuf;
 
+use crate::roots::System;
 use crate::rule;
-use crate::{StatFields, System};
+use crate::stat::StatFields;
 
 /// A process's status file (`PID/status` under procfs, proc(5)): one `Key:\tvalue` a line.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -55,7 +55,7 @@ impl<'a> StatFields<'a> {
     }
 }
 
-impl crate::System {
+impl crate::roots::System {
     /// The calling thread's stat line (`thread-self/stat` under procfs), parsed; `None`
     /// where the system has none or it does not parse.
     pub fn thread_self_stat(&self) -> Option<ThreadStat> {
@@ -88,7 +88,7 @@ mod tests {
             (None, Some(1)),
             "`S` is no number"
         );
-        let host = crate::System::host();
+        let host = crate::roots::System::host();
         if std::path::Path::new("/proc/thread-self/stat").exists() {
             let cpu = host
                 .thread_self_stat()
@@ -104,7 +104,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn minor_faults_count_the_pages_this_thread_touches() {
-        let host = crate::System::host();
+        let host = crate::roots::System::host();
         let before = host.thread_self_stat().expect("Linux has thread-self/stat");
         let mut memory = vec![0u8; 32 << 20];
         for page in memory.chunks_mut(4096).take(256) {
@@ -129,7 +129,7 @@ mod tests {
             "42 (a) b) S 1 42 42 0 -1 4194560 100 0 0 0 7 3\n",
         )
         .unwrap();
-        let system = crate::System::host().with_procfs(&root);
+        let system = crate::roots::System::host().with_procfs(&root);
         let file = system.stat_file("self").unwrap();
         let mut buffer = [0u8; 128];
         let fields = file.read(&mut buffer).unwrap();
@@ -138,7 +138,7 @@ mod tests {
         assert_eq!(system.stat_file("none"), None);
         std::fs::remove_dir_all(&root).unwrap();
         // This process's own, found once and read twice: its pid is the first field.
-        let own = crate::System::host().stat_file("self");
+        let own = crate::roots::System::host().stat_file("self");
         if let Some(own) = own {
             let mut line = [0u8; 2048];
             let read = own.read(&mut line).expect("this process's stat line");

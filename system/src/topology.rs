@@ -8,7 +8,8 @@
 
 use std::path::PathBuf;
 
-use crate::{System, parse_cpu_list};
+use crate::cpus::parse_cpu_list;
+use crate::roots::System;
 
 /// A CPU's place in the machine: the package (socket), the die within it, the cluster and
 /// the core.

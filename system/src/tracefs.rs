@@ -11,7 +11,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::System;
+use crate::roots::System;
 
 /// A tracefs root with a readable `events/` directory.
 #[derive(Clone, Debug, PartialEq, Eq)]

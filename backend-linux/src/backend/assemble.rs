@@ -1,16 +1,59 @@
-//! Putting a [`LinuxBackend`] together from a PMU tree: for this system (the probe), or for a
-//! tree read offline, another machine's, where nothing is tried ([`on_sysfs`]).
+//! Putting a [`LinuxBackend`] together from a PMU tree: for this system, where
+//! `perf_event_open` is tried ([`probe`]), or for a tree read offline, another machine's, where
+//! nothing is tried ([`on_sysfs`]).
 
 use std::sync::{Arc, OnceLock};
 
 use counterhal_events::Database;
-use counterhal_hal::{Backend, GeneralizedEvent};
+use counterhal_hal::{Backend, BackendTarget, GeneralizedEvent, OpenOptions, Result};
 use counterhal_system::System;
+use std::os::fd::AsFd;
 
-use super::{CorePmus, LinuxBackend, capabilities};
+use super::{CorePmus, LinuxBackend, capabilities, probe_request};
 use crate::errno::SystemFacts;
 use crate::pmus;
 use crate::raw::RawFormat;
+use crate::sys;
+
+/// Checks that `perf_event_open` works here (a software event on this thread opens) and returns
+/// the backend. `cpu` is the event database's CPU model id, or `None` when unknown.
+///
+/// # Errors
+/// [`counterhal_hal::ErrorKind::Unsupported`] when the system call is missing (ENOSYS: no perf support, or a
+/// seccomp filter); [`counterhal_hal::ErrorKind::PermissionDenied`] when the paranoid level, capabilities or a
+/// seccomp filter forbid it (the hint names the level and what to change).
+pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<LinuxBackend> {
+    probe_with(db, cpu, System::host())
+}
+
+/// [`probe`] on a system of the caller's choosing: its PMUs, tracefs and facts read from
+/// `system` (a test's tree, `System::host().with_pmu_devices(DIR)`).
+///
+/// # Errors
+/// As [`probe`].
+pub fn probe_with(db: Arc<Database>, cpu: Option<String>, system: System) -> Result<LinuxBackend> {
+    let backend = assemble(db, cpu, system, false);
+    // A user-space-only software event opens at every paranoid level up to 2. Tried first as
+    // an inherited group read: where that opens, one system call answers both questions;
+    // where it does not, the plain open says why perf_event_open is not usable, if it is not.
+    // The inherited open is usable as the plain probe's open is only if its id can be asked
+    // for too (every open asks; an ioctl filter may refuse it): otherwise the plain probe
+    // runs and says why.
+    let request = probe_request();
+    let inherited = backend.open_inherited_group(&request);
+    let _ = backend.inherit_group_read.set(inherited.is_some());
+    if inherited.is_some_and(|fd| sys::ioctl_id(fd.as_fd()).is_ok()) {
+        return Ok(backend);
+    }
+    backend
+        .open(
+            std::slice::from_ref(&request),
+            &BackendTarget::ThisThread,
+            &OpenOptions::default(),
+        )
+        .map_err(|e| e.context("perf_event_open is not usable"))?;
+    Ok(backend)
+}
 
 /// A backend that resolves names against the PMUs and tracepoints of `system` (another
 /// machine's sysfs tree: `System::host().with_sysfs(DIR)`) for CPU model `cpu`, without probing or

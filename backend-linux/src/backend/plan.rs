@@ -2,8 +2,12 @@
 
 use counterhal_hal::{Error, ErrorKind, PerfAttr, Result};
 
-use super::MAX_GROUP_EVENTS;
 use crate::attr::group_key;
+
+/// The most events one kernel group holds: the kernel refuses a member whose group's read
+/// (`nr`, the two times, then a value and an id per event: 24 + 16 N bytes) would pass 16 KiB
+/// (`perf_event_validate_size`), with E2BIG.
+pub(crate) const MAX_GROUP_EVENTS: usize = (16 * 1024 - 24) / 16;
 
 /// Each hardware PMU's events make one kernel group, software-context events joining the
 /// first; when not `grouped`, one group per event. Returns each group's indices into

@@ -26,7 +26,7 @@ use counterhal_hal::{Error, ErrorKind, EventRequest, ProgramSkips, Reading, Resu
 use super::btf;
 use super::program::{self, MAX_EVENTS, MAX_LEVELS, Maps, READING_BYTES, Run};
 use super::sets::Sets;
-use crate::LinuxBackend;
+use crate::backend::LinuxBackend;
 use crate::sys;
 use crate::sys::bpf::{self as sys_bpf, AttachTo, MapCreateAttr, ProgBtf};
 

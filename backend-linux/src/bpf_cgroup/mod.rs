@@ -43,7 +43,8 @@ use counterhal_hal::{
     OpenOptions, ProgramSkips, Reading, Result,
 };
 
-use crate::{LinuxBackend, LinuxGroup};
+use crate::backend::LinuxBackend;
+use crate::group::LinuxGroup;
 use bpf_mode::{BpfCounting, add};
 pub use program::{MAX_EVENTS, MAX_LEVELS};
 use sets::Sets;

@@ -631,7 +631,7 @@ impl counterhal_hal::SharedCounter for LinuxSharedCounter {
 }
 
 /// The Linux backend shares counters as perf's bperf does, its map of leaders perf's attr map.
-impl SharedCapability for crate::LinuxBackend {
+impl SharedCapability for crate::backend::LinuxBackend {
     fn open_shared_counter(
         &self,
         request: &EventRequest,
