@@ -29,7 +29,7 @@ use crate::{breakpoint, pmus, topdown, tracepoints};
 
 /// The Linux `perf_event_open` backend.
 ///
-/// Create it with [`probe`]; it implements [`Backend`]. A command counted from its `exec`
+/// Create it with [`probe`](assemble::probe); it implements [`Backend`]. A command counted from its `exec`
 /// (`perf stat -- cmd`) is [`BackendTarget::Exec`] of a [`WaitingChild`](counterhal_process::WaitingChild)
 /// (the facade's `CountedCommand` does the whole run).
 #[derive(Clone, Debug)]
