@@ -12,7 +12,7 @@ pub const PMU_DEVICES: &str = "bus/event_source/devices";
 
 /// A Linux system's facts, read under one procfs and one sysfs root (`/proc` and `/sys`, or
 /// a tree of another machine's or a test's) by one rule: inside the root, regular files
-/// only, bounded, never blocking (see [`Refused`]).
+/// only, bounded, never blocking (see [`Refused`](crate::rule::Refused)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct System {
     pub(crate) procfs: PathBuf,
