@@ -222,7 +222,10 @@ impl LinuxBackend {
                 return Err(Error::invalid_input(format!(
                     "CPU {cpu} does not exist (this machine has CPUs 0 to {last})"
                 ))
-                .with_hint("see /sys/devices/system/cpu/online for the CPUs you can count"));
+                .with_hint(format!(
+                    "see {} for the CPUs you can count",
+                    self.system.online_cpus_path().display()
+                )));
             }
             Ok(cpu as i32)
         };
