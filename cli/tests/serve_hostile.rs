@@ -42,12 +42,7 @@ impl Subtree {
     /// A new cgroup owned by `nobody`, in which `nobody` (or root, without setpriv) made
     /// [`MAKE`]'s tree.
     fn make(root: &Path, what: &str) -> Subtree {
-        let top = TestCgroup::new(root, what).expect("a cgroup below the mount");
-        std::os::unix::fs::chown(&top.path, Some(NOBODY), Some(NOBODY)).expect("chown");
-        let subtree = Subtree {
-            top,
-            tasks: Vec::new(),
-        };
+        let subtree = Subtree::empty(root, what);
         let mut sh = unprivileged_program("sh").unwrap_or_else(|| Command::new("sh"));
         let made = sh
             .args(["-c", MAKE, "sh"])
@@ -56,6 +51,16 @@ impl Subtree {
             .expect("sh");
         assert!(made.success(), "making the subtree: {made}");
         subtree
+    }
+
+    /// A new cgroup owned by `nobody`, empty.
+    fn empty(root: &Path, what: &str) -> Subtree {
+        let top = TestCgroup::new(root, what).expect("a cgroup below the mount");
+        std::os::unix::fs::chown(&top.path, Some(NOBODY), Some(NOBODY)).expect("chown");
+        Subtree {
+            top,
+            tasks: Vec::new(),
+        }
     }
 
     /// The directories below the subtree's top as find(1) lists them (its oracle), at most
@@ -136,6 +141,12 @@ struct Served {
 impl Served {
     /// `counterhal serve --listen 127.0.0.1:0 -e task-clock ARGS`.
     fn start(args: &[&str]) -> Served {
+        Served::try_start(args)
+            .unwrap_or_else(|said| panic!("counterhal serve did not start: {said}"))
+    }
+
+    /// [`Served::start`], or what the exporter said where it did not start.
+    fn try_start(args: &[&str]) -> Result<Served, String> {
         let mut child = Command::new(bin())
             .args(["serve", "--listen", "127.0.0.1:0", "-e", "task-clock"])
             .args(args)
@@ -144,13 +155,19 @@ impl Served {
             .spawn()
             .expect("start counterhal serve");
         match served_at(&mut child) {
-            Ok(address) => Served { child, address },
+            Ok(address) => Ok(Served { child, address }),
             Err(said) => {
                 child.kill().ok();
                 child.wait().ok();
-                panic!("counterhal serve did not start: {said}");
+                Err(said)
             }
         }
+    }
+
+    /// The descriptors it holds: the entries of `/proc/PID/fd`.
+    fn descriptors(&self) -> usize {
+        let fd = format!("/proc/{}/fd", self.child.id());
+        std::fs::read_dir(fd).expect("its fd folder").count()
     }
 
     /// A scrape, which must be answered while the exporter runs on.
@@ -337,5 +354,116 @@ fn each_odd_name_is_followed_and_counted_under_a_label_of_its_own() {
         of(&idle).is_some_and(|v| v < 0.05),
         "{idle}: {:?}",
         of(&idle)
+    );
+}
+
+/// What `nobody` runs in its subtree (`$1`) for `$2` seconds: a cgroup of a fresh name made,
+/// left 20 ms, and removed, again and again (a user's churn); it prints how many it made.
+const CHURN: &str = r#"
+cd -P "$1" || exit 1
+i=0
+end=$(( $(date +%s) + $2 ))
+while [ "$(date +%s)" -lt "$end" ]; do
+  i=$((i + 1))
+  mkdir "c$i" && sleep 0.02 && rmdir "c$i" || exit 1
+done
+echo "$i"
+"#;
+
+/// A user churning cgroups of fresh names in a delegated subtree, with no scrape, holds none
+/// of the exporter's descriptors or BPF map slots, and a cgroup root makes meanwhile is
+/// counted: each removed cgroup is read once and its counters closed at once, its last counts
+/// kept as data (at most `--max-cgroups` of them, the oldest let go and counted). Before, a
+/// removed cgroup kept its counters until a scrape and a minute after it: with
+/// `--max-cgroups 16`, the perf-event mode held 2 descriptors per removed cgroup on 2 CPUs
+/// (hundreds after a few seconds), and in the BPF mode the removed held the map's 16 slots,
+/// so the live cgroup was never counted (no series) and nothing said so.
+///
+/// Oracle: the kernel's accounts of the process (`/proc/PID/fd`) and of the live cgroup's
+/// busy task (its task-clock, over a second of spinning).
+#[test]
+fn a_users_churn_holds_no_descriptor_and_starves_no_live_cgroup() {
+    let root = unified_or_skip!();
+    for mode in ["perf-events", "bpf"] {
+        let _alone = (mode == "bpf").then(crate::common::bpf_alone);
+        churn_beside_a_live_cgroup(&root, mode);
+    }
+}
+
+/// The body of the test above in the cgroup mode `mode`.
+fn churn_beside_a_live_cgroup(root: &Path, mode: &str) {
+    let mut subtree = Subtree::empty(root, &format!("churn-{mode}"));
+    let pattern = format!("^{}/", subtree.top.name);
+    let args = [
+        "--cgroup-mode",
+        mode,
+        "--max-cgroups",
+        "16",
+        "--cgroups",
+        pattern.as_str(),
+    ];
+    let mut served = match Served::try_start(&args) {
+        Ok(served) => served,
+        Err(said) if mode == "bpf" => {
+            skip!(Need::System, "the BPF mode cannot count here: {said}")
+        }
+        Err(said) => panic!("counterhal serve did not start: {said}"),
+    };
+    served.scrape();
+    let before = served.descriptors();
+    let mut sh = unprivileged_program("sh").unwrap_or_else(|| Command::new("sh"));
+    let churn = sh
+        .args(["-c", CHURN, "sh"])
+        .arg(&subtree.top.path)
+        .arg("4")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    std::thread::sleep(Duration::from_millis(1500));
+    let live = subtree.top.path.join("live");
+    std::fs::create_dir(&live).expect("the live cgroup");
+    subtree.spin(&live);
+    let churned = churn.wait_with_output().expect("the churn");
+    assert!(churned.status.success(), "the churn: {}", churned.status);
+    let made: usize = String::from_utf8_lossy(&churned.stdout)
+        .trim()
+        .parse()
+        .expect("the churn's count");
+    // The follower's last look after the last removal.
+    std::thread::sleep(Duration::from_millis(500));
+    let after = served.descriptors();
+    let cpus = counterhal::online_cpus().len() as usize;
+    // The live cgroup's counters: one event on each CPU, in the perf-event mode.
+    let live_costs = if mode == "perf-events" { cpus } else { 0 };
+    eprintln!(
+        "{mode}: {made} cgroups made and removed; descriptors {before} before, {after} after"
+    );
+    assert!(made > 40, "{mode}: the churn made {made} cgroups");
+    assert!(
+        after <= before + live_costs,
+        "{mode}: {before} descriptors before the churn, {after} after ({made} removed)"
+    );
+    let body = served.scrape();
+    let labels = cgroups(&body);
+    let live_label = format!("/{}/live", subtree.top.name);
+    let counted = labels
+        .iter()
+        .find(|(l, _)| *l == live_label)
+        .map(|(_, v)| *v);
+    assert!(
+        counted.is_some_and(|seconds| seconds > 0.1),
+        "{mode}: the live cgroup {live_label}: {counted:?}"
+    );
+    let removed = labels.iter().filter(|(l, _)| *l != live_label).count();
+    assert!(removed <= 16, "{mode}: {removed} removed cgroups exported");
+    let evicted = value(&body, "counterhal_cgroups_departed_evicted_total").unwrap_or(0.0);
+    assert!(
+        evicted > 0.0,
+        "{mode}: {made} removed with no scrape, none let go unread"
+    );
+    assert_eq!(
+        value(&body, "counterhal_open_errors_total"),
+        Some(0.0),
+        "{mode}"
     );
 }

@@ -207,6 +207,44 @@ fn descriptors_are_a_budget_and_scrapes_are_answered_past_it() {
     assert_eq!(limits, ("300".to_string(), "300".to_string()), "{limits:?}");
 }
 
+/// Readiness means counting: under `prlimit --nofile=48:48` the descriptors kept back for
+/// connections leave none for counters, every place is left out, and `/-/ready` answers 503
+/// saying why, while `/-/healthy` (it runs) answers 200; the same exporter under its usual
+/// limit is ready. Before, `/-/ready` answered 200 "Ready" while nothing was counted.
+///
+/// Oracle: the kernel's getrlimit/setrlimit semantics, through util-linux's `prlimit`; the
+/// exporter's own `counterhal_places_unopened`, which says every place was left out.
+#[test]
+fn ready_means_a_counter_counts() {
+    serve_or_skip!();
+    prlimit_or_skip!();
+    let bin = bin();
+    let bin = bin.to_str().unwrap();
+    let serve = [bin, "serve", "--listen", "127.0.0.1:0", "-e", "task-clock"];
+    let starved = Served::start("prlimit", &[&["--nofile=48:48"], &serve[..]].concat());
+    let (status, why) = get(starved.address, "/-/ready", None);
+    assert_eq!(status, Some(503), "{why}");
+    assert!(
+        why.contains("not Ready: no counter counts")
+            && why.contains("left out for lack of file descriptors"),
+        "{why}"
+    );
+    assert_eq!(get(starved.address, "/-/healthy", None).0, Some(200));
+    let (_, body) = get(starved.address, "/metrics", None);
+    let cpus = counterhal::online_cpus().len() as f64;
+    assert_eq!(
+        sample(&body, "counterhal_places_unopened"),
+        Some(cpus),
+        "{body}"
+    );
+    // Still not ready after a scrape that read nothing.
+    assert_eq!(get(starved.address, "/-/ready", None).0, Some(503));
+    let counting = Served::start(serve[0], &serve[1..]);
+    let (status, ready) = get(counting.address, "/-/ready", None);
+    assert_eq!(status, Some(200), "{ready}");
+    assert_eq!(ready.trim(), "counterhal serve is Ready.");
+}
+
 /// A port free on the loopback now (the kernel's choice for port 0).
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");

@@ -5,7 +5,10 @@
 //! per CPU whose readings are the counter's. A scrape reads every set and the cgroups'
 //! counter into the readings it keeps (no allocation: they read into them); between scrapes
 //! the places follow the CPUs online and the cgroups matched ([`Watch`]). The exposition
-//! writes the readings out.
+//! writes the readings out. A followed cgroup that goes is read once more and its counters
+//! closed at once: its last readings stay as data ([`Source::Kept`]: no descriptor, no BPF
+//! map slot) until a scrape has exported them, so that the cgroups still there always find
+//! room.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -77,19 +80,17 @@ pub struct Place {
     /// Its CPU's socket and die (the labels of its series where they are per CPU).
     pub topology: CpuTopology,
     source: Source,
-    /// Where its cgroup was removed (or no longer matches): when, its directory, and whether
-    /// a scrape has exported it since.
+    /// Where its cgroup was removed (or no longer matches): when, and whether a scrape has
+    /// exported it since.
     departed: Option<Departure>,
 }
 
-/// A followed cgroup removed (or no longer matched), whose counter is still followed and
-/// read, so that what ran since the scrape before (the last switches of its last tasks, which
-/// the kernel runs after the cgroup could be removed) is exported, until a scrape has exported
-/// it and [`LINGER`] has passed (a short job's whole count).
-#[derive(Clone, Debug)]
+/// A followed cgroup removed (or no longer matched): its counters were read a last time and
+/// closed, and its places keep those readings until a scrape has exported them and
+/// [`LINGER`] has passed (a short job's whole count).
+#[derive(Clone, Copy, Debug)]
 struct Departure {
     since: Instant,
-    directory: PathBuf,
     seen: bool,
 }
 
@@ -100,6 +101,8 @@ enum Source {
     Set(Box<Sets>),
     /// The cgroups' counter: the `followed`th cgroup it follows, on its `cpu`th CPU.
     Counter { followed: usize, cpu: usize },
+    /// Nothing any more: a departed cgroup's last readings, kept as they are.
+    Kept,
 }
 
 /// A CPU's counters, system-wide: each group of the events ([`groups_among`]) a set of its
@@ -123,6 +126,17 @@ impl Sets {
         }
         Ok(())
     }
+}
+
+/// What became of a cgroup to follow.
+#[derive(Debug, PartialEq, Eq)]
+enum Followed {
+    /// Followed: its places are added.
+    Yes,
+    /// Not now (gone meanwhile, or an error counted): tried again at the next look.
+    NotNow,
+    /// Refused for want of room: counted as dropped, tried again when a place frees.
+    Refused,
 }
 
 /// The least time a removed cgroup's last counts stay exported: beside the scrape that
@@ -178,6 +192,12 @@ pub struct Exporter {
     settled: Option<(CpuList, Vec<Arc<str>>)>,
     /// The walk of the cgroups whose parents the counter adopts the new children of.
     adopted_at: u64,
+    /// The most departed cgroups whose last readings are kept (`--max-cgroups`: as many as
+    /// are followed); past it the oldest are let go.
+    departed_most: usize,
+    /// The cgroups matched whose following the counter refused for want of room (the BPF
+    /// mode's map full), each counted as dropped once.
+    refused_cgroups: HashSet<Arc<str>>,
 }
 
 /// The CPUs of `online` that `only` lists (`None`: every one), which the exporter counts.
@@ -198,6 +218,7 @@ impl Exporter {
         budget: Budget,
         cgroups: Option<Cgroups>,
     ) -> Exporter {
+        let watch_max = watch.max();
         Exporter {
             backend,
             events: plan.exported,
@@ -220,6 +241,8 @@ impl Exporter {
             topologies: HashMap::new(),
             settled: None,
             adopted_at: 0,
+            departed_most: watch_max,
+            refused_cgroups: HashSet::new(),
         }
     }
 
@@ -320,7 +343,9 @@ impl Exporter {
         {
             match counter.reopen(&self.backend, &self.events, &online_now) {
                 Ok(reopened) => {
-                    self.places.retain(|place| place.at.cgroup.is_none());
+                    self.places.retain(|place| {
+                        place.at.cgroup.is_none() || matches!(place.source, Source::Kept)
+                    });
                     self.cgroups = reopened;
                     self.index_cgroups();
                     crate::log::info(
@@ -336,7 +361,8 @@ impl Exporter {
             }
         }
         let wanted: HashSet<&str> = cgroups.iter().map(|c| &**c).collect();
-        self.depart(&wanted);
+        self.depart(&wanted, health);
+        self.refused_cgroups.retain(|c| wanted.contains(&**c));
         let before = self.places.len();
         self.places
             .retain(|place| match (&place.at.cgroup, &place.departed) {
@@ -346,16 +372,9 @@ impl Exporter {
                 (Some(cgroup), None) => wanted.contains(&**cgroup),
             });
         let mut changed = self.places.len() != before;
-        // The counters of the cgroups wanted, and of those departed, stay.
-        let directories: HashSet<PathBuf> = cgroups
-            .iter()
-            .map(|c| self.watch.directory(c))
-            .chain(
-                self.places
-                    .iter()
-                    .filter_map(|p| Some(p.departed.as_ref()?.directory.clone())),
-            )
-            .collect();
+        // The counters of the cgroups wanted stay; those of the departed close.
+        let directories: HashSet<PathBuf> =
+            cgroups.iter().map(|c| self.watch.directory(c)).collect();
         if let Some(counter) = &mut self.cgroups {
             let gone: Vec<PathBuf> = counter
                 .followed()
@@ -410,8 +429,9 @@ impl Exporter {
                 continue;
             }
             match self.follow_cgroup(cgroup, &mut held, health) {
-                Ok(true) => changed = true,
-                Ok(false) => again = true,
+                Ok(Followed::Yes) => changed = true,
+                Ok(Followed::NotNow) => again = true,
+                Ok(Followed::Refused) => {}
                 Err(places) => unopened += places,
             }
         }
@@ -431,34 +451,81 @@ impl Exporter {
         if !again && unopened == 0 {
             self.settled = Some((online.clone(), cgroups));
         }
+        let open = self.places.iter().filter(|p| p.departed.is_none()).count();
+        health.counting(open, 0);
     }
 
-    /// Marks the places of the cgroups followed and no longer `wanted` (removed, or no longer
-    /// matched) departed: their counters stay followed and read until a scrape has exported
-    /// them (and [`LINGER`] has passed).
-    fn depart(&mut self, wanted: &HashSet<&str>) {
-        let Some(counter) = &self.cgroups else {
+    /// Reads the cgroups followed and no longer `wanted` (removed, or no longer matched) a
+    /// last time and keeps those readings in their places, departed: their counters are let
+    /// go by the caller, and the readings wait for a scrape (and [`LINGER`]). Past
+    /// `departed_most` departed cgroups, the oldest are let go, counted in `health` where no
+    /// scrape had read them.
+    fn depart(&mut self, wanted: &HashSet<&str>, health: &Health) {
+        let Some(counter) = &mut self.cgroups else {
             return;
         };
-        let directories: Vec<PathBuf> = counter.followed().map(PathBuf::from).collect();
-        let since = Instant::now();
-        for place in &mut self.places {
-            let leaving = place.departed.is_none()
+        let leaving = |place: &Place| {
+            matches!(place.source, Source::Counter { .. })
                 && place
                     .at
                     .cgroup
                     .as_ref()
-                    .is_some_and(|cgroup| !wanted.contains(&**cgroup));
-            if let (true, Source::Counter { followed, .. }) = (leaving, &place.source)
-                && let Some(directory) = directories.get(*followed)
-            {
-                place.departed = Some(Departure {
-                    since,
-                    directory: directory.clone(),
-                    seen: false,
-                });
+                    .is_some_and(|cgroup| !wanted.contains(&**cgroup))
+        };
+        if self.places.iter().any(leaving) {
+            // One read for every cgroup leaving at this look (a pod's containers go
+            // together).
+            let read = counter.read().is_ok();
+            if !read {
+                health.read_failed();
+            }
+            let since = Instant::now();
+            for place in self.places.iter_mut().filter(|place| leaving(place)) {
+                if let Source::Counter { followed, cpu } = place.source {
+                    let readings = counter.per_cpu(followed, cpu);
+                    if read && readings.len() == place.readings.len() {
+                        place.readings.copy_from_slice(readings);
+                        place.read = true;
+                    }
+                }
+                place.source = Source::Kept;
+                place.departed = Some(Departure { since, seen: false });
             }
         }
+        self.keep_departed_within_bound(health);
+    }
+
+    /// Lets go the oldest departed cgroups past `departed_most`, counting in `health` those
+    /// whose last readings no scrape had read.
+    fn keep_departed_within_bound(&mut self, health: &Health) {
+        let mut departed: Vec<(Instant, bool, Arc<str>)> = Vec::new();
+        let mut seen_cgroups = HashSet::new();
+        for place in &self.places {
+            if let (Some(departure), Some(cgroup)) = (&place.departed, &place.at.cgroup)
+                && seen_cgroups.insert(cgroup.clone())
+            {
+                departed.push((departure.since, departure.seen, cgroup.clone()));
+            }
+        }
+        if departed.len() <= self.departed_most {
+            return;
+        }
+        departed.sort();
+        let excess = departed.len() - self.departed_most;
+        let evicted: HashSet<Arc<str>> = departed[..excess]
+            .iter()
+            .map(|(_, _, cgroup)| cgroup.clone())
+            .collect();
+        let unseen = departed[..excess].iter().filter(|d| !d.1).count();
+        health.departed_evicted(unseen);
+        self.places.retain(|place| {
+            place.departed.is_none()
+                || place
+                    .at
+                    .cgroup
+                    .as_ref()
+                    .is_none_or(|cgroup| !evicted.contains(cgroup))
+        });
     }
 
     /// Says on standard error when the number of cgroups matched but too deep to follow
@@ -492,22 +559,23 @@ impl Exporter {
             (Source::Counter { .. }, Some(c)) => {
                 budget::per_cgroup(c.costs_descriptors(), place.columns.len(), 1)
             }
-            (Source::Counter { .. }, None) => 0,
+            (Source::Counter { .. }, None) | (Source::Kept, _) => 0,
         }
     }
 
     /// Follows `cgroup` on the cgroups' counter and adds its places, one per CPU counted:
-    /// `Ok(true)` where it did, `Ok(false)` where it could not (counted in `health`, tried
-    /// again at the next scrape), `Err(places)` for the places left out for descriptors.
+    /// whether it did, or could not (counted in `health`, tried again at the next look), or
+    /// was refused for want of room (counted in `health` as dropped, once); `Err(places)`
+    /// for the places left out for descriptors.
     fn follow_cgroup(
         &mut self,
         cgroup: &Arc<str>,
         held: &mut usize,
         health: &Health,
-    ) -> Result<bool, usize> {
+    ) -> Result<Followed, usize> {
         let directory = self.watch.directory(cgroup);
         let Some(counter) = &mut self.cgroups else {
-            return Ok(false);
+            return Ok(Followed::NotNow);
         };
         let (columns, cpus) = (counter.columns().to_vec(), counter.cpus().to_vec());
         let costs = counter.costs_descriptors();
@@ -520,12 +588,21 @@ impl Exporter {
             Ok(()) => {}
             Err(e) if budget::out_of_descriptors(&e) => return Err(cpus.len()),
             // Removed since the walk found it (a pod's churn): nothing failed.
-            Err(_) if !directory.exists() => return Ok(false),
+            Err(_) if !directory.exists() => return Ok(Followed::NotNow),
+            // No room (the BPF mode's map holds its --max-cgroups): a cgroup dropped, as one
+            // matched past the bound is; followed once a place frees.
+            Err(e) if e.kind() == counterhal::ErrorKind::LimitReached => {
+                if self.refused_cgroups.insert(cgroup.clone()) {
+                    health.cgroups_refused(1);
+                }
+                return Ok(Followed::Refused);
+            }
             Err(_) => {
                 health.open_failed();
-                return Ok(false);
+                return Ok(Followed::NotNow);
             }
         }
+        self.refused_cgroups.remove(cgroup);
         *held += holds;
         let mut pod = self
             .kubelet
@@ -558,7 +635,7 @@ impl Exporter {
                 departed: None,
             });
         }
-        Ok(true)
+        Ok(Followed::Yes)
     }
 
     /// Points each cgroup's places at its place among the counter's followed cgroups
@@ -666,25 +743,26 @@ impl Exporter {
                 };
             }
         }
-        let Some(counter) = &mut self.cgroups else {
-            return;
-        };
-        if counter.followed().next().is_none() {
-            return;
-        }
-        let read = counter.read().is_ok();
-        if !read {
-            health.read_failed();
-        }
-        for place in &mut self.places {
-            if let Source::Counter { followed, cpu } = place.source {
-                let readings = counter.per_cpu(followed, cpu);
-                place.read = read && readings.len() == place.readings.len();
-                if place.read {
-                    place.readings.copy_from_slice(readings);
+        if let Some(counter) = &mut self.cgroups
+            && counter.followed().next().is_some()
+        {
+            let read = counter.read().is_ok();
+            if !read {
+                health.read_failed();
+            }
+            for place in &mut self.places {
+                if let Source::Counter { followed, cpu } = place.source {
+                    let readings = counter.per_cpu(followed, cpu);
+                    place.read = read && readings.len() == place.readings.len();
+                    if place.read {
+                        place.readings.copy_from_slice(readings);
+                    }
                 }
             }
         }
+        let live = self.places.iter().filter(|p| p.departed.is_none());
+        let read = live.clone().filter(|p| p.read).count();
+        health.counting(read, live.count() - read);
     }
 }
 
@@ -858,7 +936,10 @@ mod tests {
             Exporter::new(backend, plan, watch, Budget::new(65_536, 4), Some(cgroups));
         let health = Health::new("linux", &counterhal_system::System::host());
         let gone: Arc<str> = Arc::from(format!("/{}-gone", cgroup.name).as_str());
-        assert_eq!(exporter.follow_cgroup(&gone, &mut 0, &health), Ok(false));
+        assert_eq!(
+            exporter.follow_cgroup(&gone, &mut 0, &health),
+            Ok(Followed::NotNow)
+        );
         assert_eq!(health.open_errors(), 0);
         drop(cgroup);
     }

@@ -468,9 +468,20 @@ fn write_health(out: &mut Vec<u8>, format: Format, exporter: &Exporter, health: 
         Family::new(
             "counterhal_cgroups_dropped",
             Kind::Counter,
-            "Cgroups matched but left out for --max-cgroups (each counted once while left out).",
+            "Cgroups matched but left out for --max-cgroups, or refused by the counter for \
+             want of room (each counted once while left out).",
         ),
         health.cgroups_dropped(),
+    );
+    counter(
+        out,
+        Family::new(
+            "counterhal_cgroups_departed_evicted",
+            Kind::Counter,
+            "Removed cgroups whose last counts were let go unread: more were kept than \
+             --max-cgroups between two scrapes.",
+        ),
+        health.departed_evicted_total(),
     );
     if let Some(cgroups) = &exporter.cgroups {
         write_cgroup_mode(out, format, cgroups, health);

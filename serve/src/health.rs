@@ -61,8 +61,11 @@ pub struct Health {
     cgroups_matched: AtomicU64,
     cgroups_followed: AtomicU64,
     cgroups_dropped: AtomicU64,
+    departed_evicted: AtomicU64,
     cgroups_too_deep: AtomicU64,
     unopened: AtomicU64,
+    counting: AtomicU64,
+    read_failing: AtomicU64,
     requests: [AtomicU64; STATUSES.len()],
     closed: [AtomicU64; Closed::ALL.len()],
 }
@@ -78,8 +81,11 @@ impl Health {
             cgroups_matched: AtomicU64::new(0),
             cgroups_followed: AtomicU64::new(0),
             cgroups_dropped: AtomicU64::new(0),
+            departed_evicted: AtomicU64::new(0),
             cgroups_too_deep: AtomicU64::new(0),
             unopened: AtomicU64::new(0),
+            counting: AtomicU64::new(0),
+            read_failing: AtomicU64::new(0),
             requests: std::array::from_fn(|_| AtomicU64::new(0)),
             closed: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -103,6 +109,23 @@ impl Health {
         self.cgroups_dropped.fetch_add(newly as u64, Relaxed);
     }
 
+    /// `cgroups` matched were refused by the cgroups' counter for want of room (each once
+    /// while refused): dropped, as those left out for `--max-cgroups` are.
+    pub fn cgroups_refused(&self, cgroups: usize) {
+        self.cgroups_dropped.fetch_add(cgroups as u64, Relaxed);
+    }
+
+    /// `cgroups` departed were let go, past the bound of those kept, before a scrape read
+    /// their last counts.
+    pub fn departed_evicted(&self, cgroups: usize) {
+        self.departed_evicted.fetch_add(cgroups as u64, Relaxed);
+    }
+
+    /// Departed cgroups let go unread so far.
+    pub fn departed_evicted_total(&self) -> u64 {
+        self.departed_evicted.load(Relaxed)
+    }
+
     /// `cgroups` matched were left out at the last look for lying deeper than the cgroup
     /// mode follows.
     pub fn too_deep(&self, cgroups: usize) {
@@ -117,6 +140,28 @@ impl Health {
     /// `places` were left out for lack of descriptors at the last look.
     pub fn unopened(&self, places: usize) {
         self.unopened.store(places as u64, Relaxed);
+    }
+
+    /// `counting` places (a CPU, or a cgroup on a CPU) were open and, where read, read, and
+    /// `failing` failed to read, at the last look or scrape: what readiness means.
+    pub fn counting(&self, counting: usize, failing: usize) {
+        self.counting.store(counting as u64, Relaxed);
+        self.read_failing.store(failing as u64, Relaxed);
+    }
+
+    /// Why the exporter is not ready (`/-/ready`): no place counts, with what kept each out;
+    /// `None` where one does.
+    pub fn not_ready(&self) -> Option<String> {
+        if self.counting.load(Relaxed) > 0 {
+            return None;
+        }
+        Some(format!(
+            "no counter counts: {} places failed to read at the last scrape, {} left out for \
+             lack of file descriptors, {} openings failed so far (see / and /metrics)",
+            self.read_failing.load(Relaxed),
+            self.places_unopened(),
+            self.open_errors()
+        ))
     }
 
     /// Places left out for lack of descriptors at the last look.
@@ -156,7 +201,8 @@ impl Health {
         )
     }
 
-    /// Cgroups left out for `--max-cgroups` so far.
+    /// Cgroups left out for `--max-cgroups`, or refused by the counter for want of room, so
+    /// far.
     pub fn cgroups_dropped(&self) -> u64 {
         self.cgroups_dropped.load(Relaxed)
     }

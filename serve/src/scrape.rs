@@ -1,7 +1,7 @@
 //! The scrape handler: `/metrics` renders the counts under the exporter's lock, in the format
 //! the `Accept` header asks for; `/` a page naming what is counted and what did not open;
 //! `/-/healthy` and `/-/ready`, Prometheus' probe paths, a line that says so to anyone (no
-//! lock, nothing counted or named); anything else 404. It knows nothing of connections, users, headers or compression (the
+//! lock, no event or cgroup named; `/-/ready` answers 503 with why while no counter counts); anything else 404. It knows nothing of connections, users, headers or compression (the
 //! transport's and the layer's).
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -63,7 +63,12 @@ impl Handler for Scrape {
             // It listens only once its events are open and its configuration read, so an
             // answer is both.
             HEALTHY => Response::text(200, "counterhal serve is Healthy."),
-            READY => Response::text(200, "counterhal serve is Ready."),
+            // Ready where a counter counts; else 503 with why (from the health's counts: no
+            // lock, so that a probe never waits on a scrape).
+            READY => match self.health.not_ready() {
+                None => Response::text(200, "counterhal serve is Ready."),
+                Some(why) => Response::text(503, &format!("counterhal serve is not Ready: {why}")),
+            },
             _ => Response::text(404, "not found: try /metrics"),
         }
     }
