@@ -1497,3 +1497,50 @@ fn every_c_function_goes_through_the_boundary_guard() {
         unguarded.join("\n")
     );
 }
+
+/// serve's transport knows nothing of its domain, and each family of the scrape is written by
+/// one collector: no file of `serve/src/http/` imports a serve module outside `http` but the
+/// log and the system calls, and every family name (`"counterhal_..."` or `"process_..."` as
+/// a `Family`'s name) is written in one file of `serve/src` alone.
+#[test]
+fn serve_is_collectors_over_a_transport_that_knows_no_domain() {
+    let src = root().join("serve/src");
+    let allowed = ["crate::http", "crate::log", "crate::sys"];
+    for file in rust_files(&src.join("http")) {
+        let text = without_test_items(&std::fs::read_to_string(&file).unwrap());
+        for (number, line) in code_lines(&text) {
+            let Some(at) = line.find("crate::") else {
+                continue;
+            };
+            let path = &line[at..];
+            assert!(
+                allowed.iter().any(|a| path.starts_with(a)),
+                "{}:{number}: the transport imports the domain: {}",
+                relative(&file),
+                line.trim()
+            );
+        }
+    }
+    let mut writers: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(&src) {
+        let text = without_test_items(&std::fs::read_to_string(&file).unwrap());
+        for made in ["Family::new(", "Family::seconds("] {
+            for (at, _) in text.match_indices(made) {
+                let Some(rest) = text[at + made.len()..].trim_start().strip_prefix('"') else {
+                    continue;
+                };
+                let name: String = rest.chars().take_while(|c| *c != '"').collect();
+                if name.starts_with("counterhal_") || name.starts_with("process_") {
+                    writers.entry(name).or_default().insert(relative(&file));
+                }
+            }
+        }
+    }
+    assert!(
+        writers.len() > 20,
+        "the families were not found: {writers:?}"
+    );
+    for (family, files) in &writers {
+        assert_eq!(files.len(), 1, "{family} is written in {files:?}");
+    }
+}

@@ -4,8 +4,8 @@
 //! counter of cgroups ([`Cgroups`]: BPF or perf events, `--cgroup-mode`), each cgroup a place
 //! per CPU whose readings are the counter's. A scrape reads every set and the cgroups'
 //! counter into the readings it keeps (no allocation: they read into them); between scrapes
-//! the places follow the CPUs online and the cgroups matched ([`Watch`]). The exposition
-//! writes the readings out. A followed cgroup that goes is read once more and its counters
+//! the places follow the CPUs online and the cgroups matched ([`Watch`]). As a collector it
+//! writes the readings out ([`families`]). A followed cgroup that goes is read once more and its counters
 //! closed at once: its last readings stay as data ([`Source::Kept`]: no descriptor, no BPF
 //! map slot) until a scrape has exported them, so that the cgroups still there always find
 //! room.
@@ -769,7 +769,7 @@ impl Exporter {
 #[cfg(all(test, target_os = "linux"))]
 impl Place {
     /// `cgroup`'s place on `cpu`, counting `columns`, labelled as `kubelet` and `slurm` read
-    /// its path, its readings set by hand: what the exposition's tests write.
+    /// its path, its readings set by hand: what the scrape's tests write.
     pub fn of_cgroup(
         cgroup: &Arc<str>,
         cpu: u32,
@@ -797,6 +797,8 @@ impl Place {
         }
     }
 }
+
+mod families;
 
 #[cfg(all(test, target_os = "linux"))]
 mod follow_tests;

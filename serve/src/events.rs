@@ -4,6 +4,7 @@
 //! clocks (counted in nanoseconds), joules for an energy alias (its `.scale` and `.unit`),
 //! and, for a PMU with a `cpumask` (uncore boxes, energy), the CPUs it counts on.
 
+use crate::text_format::{Family, Format, Kind, Label, Number};
 use counterhal::{Chosen, Error, ErrorKind, Group, OpenOptions};
 use counterhal_hal::{BackendTarget, CpuList};
 use counterhal_hal::{Encoding, ResolvedEvent};
@@ -80,6 +81,28 @@ pub struct Refused {
     pub message: String,
     /// The backend's hint, for an event refused for lack of privilege.
     pub hint: Option<String>,
+}
+
+/// Writes `counterhal_event_open_failed`, 1 for each of `refused` with its error's kind and
+/// message, in `format` into `out` (nothing where none was refused).
+pub fn write_refused(out: &mut Vec<u8>, format: Format, refused: &[Refused]) {
+    if refused.is_empty() {
+        return;
+    }
+    let failed = Family::new(
+        "counterhal_event_open_failed",
+        Kind::Gauge,
+        "1 for each event asked for that does not open here, with the error's kind and message.",
+    );
+    failed.header(out, format);
+    for refused in refused {
+        let labels = [
+            ("event", Label::Text(&refused.name)),
+            ("kind", Label::Text(&refused.kind)),
+            ("reason", Label::Text(&refused.message)),
+        ];
+        failed.sample(out, &labels, Number::Int(1));
+    }
 }
 
 /// The events asked for: those exported, those refused, and the groups they count in.

@@ -1,55 +1,16 @@
-//! The exporter's own health, counted where it happens (scrapes, connections) and exported
-//! beside the counts: read and open failures, cgroups followed and left out, requests by
-//! status, connections closed for the bounds; and what its process's figures are read with.
+//! The exporter's own health, counted where it happens (scrapes, looks, connections) and
+//! written beside the counts by this collector: read and open failures, cgroups followed and
+//! left out, requests by status and connections closed for the bounds (the transport's
+//! [`Tally`]), the build; and what its process's figures are read with.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// The HTTP statuses the exporter answers with, in the order they are exported.
-pub const STATUSES: [u16; 10] = [200, 400, 401, 404, 405, 408, 413, 429, 431, 503];
+use crate::http::Tally;
+use crate::text_format::{Family, Format, Kind, Label, Number};
 
-/// Why a connection was closed before it was answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Closed {
-    /// It had waited longest for its request when a new one came and the bound was reached.
-    Evicted,
-    /// Every connection was being answered when it came (the bound reached).
-    Refused,
-    /// Its request head did not arrive within the header timeout.
-    HeaderTimeout,
-    /// Its answer was not taken within the write timeout.
-    WriteTimeout,
-    /// Its client closed or reset it before taking the answer.
-    ClientGone,
-    /// Its TLS handshake failed (`--web.config.file`'s TLS): no common version or suite,
-    /// no or a bad client certificate, not TLS at all.
-    Tls,
-}
-
-impl Closed {
-    /// Every reason, in the order they are exported.
-    pub const ALL: [Closed; 6] = [
-        Closed::Evicted,
-        Closed::Refused,
-        Closed::HeaderTimeout,
-        Closed::WriteTimeout,
-        Closed::ClientGone,
-        Closed::Tls,
-    ];
-
-    /// The `reason` label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Closed::Evicted => "evicted",
-            Closed::Refused => "refused",
-            Closed::HeaderTimeout => "header_timeout",
-            Closed::WriteTimeout => "write_timeout",
-            Closed::ClientGone => "client_gone",
-            Closed::Tls => "tls_handshake",
-        }
-    }
-}
-
-/// The exporter's counters, shared by the connections (atomics: no lock to count).
+/// The exporter's counters, shared by the scrapes, the follower and the connections (atomics:
+/// no lock to count).
 #[derive(Debug)]
 pub struct Health {
     /// The backend counting (the build info's `backend` label).
@@ -66,8 +27,8 @@ pub struct Health {
     unopened: AtomicU64,
     counting: AtomicU64,
     read_failing: AtomicU64,
-    requests: [AtomicU64; STATUSES.len()],
-    closed: [AtomicU64; Closed::ALL.len()],
+    /// What the transport counts.
+    pub http: Arc<Tally>,
 }
 
 impl Health {
@@ -86,8 +47,7 @@ impl Health {
             unopened: AtomicU64::new(0),
             counting: AtomicU64::new(0),
             read_failing: AtomicU64::new(0),
-            requests: std::array::from_fn(|_| AtomicU64::new(0)),
-            closed: std::array::from_fn(|_| AtomicU64::new(0)),
+            http: Arc::default(),
         }
     }
 
@@ -169,20 +129,6 @@ impl Health {
         self.unopened.load(Relaxed)
     }
 
-    /// A request was answered with `status`.
-    pub fn answered(&self, status: u16) {
-        if let Some(at) = STATUSES.iter().position(|&s| s == status) {
-            self.requests[at].fetch_add(1, Relaxed);
-        }
-    }
-
-    /// A connection was closed unanswered, for `why`.
-    pub fn closed(&self, why: Closed) {
-        if let Some(at) = Closed::ALL.iter().position(|&c| c == why) {
-            self.closed[at].fetch_add(1, Relaxed);
-        }
-    }
-
     /// Reads that failed so far.
     pub fn read_errors(&self) -> u64 {
         self.read_errors.load(Relaxed)
@@ -207,19 +153,111 @@ impl Health {
         self.cgroups_dropped.load(Relaxed)
     }
 
-    /// Requests answered with each of [`STATUSES`].
-    pub fn requests(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
-        STATUSES
-            .iter()
-            .zip(&self.requests)
-            .map(|(&status, count)| (status, count.load(Relaxed)))
-    }
-
-    /// Connections closed unanswered, by reason.
-    pub fn closed_counts(&self) -> impl Iterator<Item = (Closed, u64)> + '_ {
-        Closed::ALL
-            .iter()
-            .zip(&self.closed)
-            .map(|(&why, count)| (why, count.load(Relaxed)))
+    /// Writes the health's families in `format` into `out`: the failures, the cgroups
+    /// followed, left out and let go, the requests and connections the transport counted,
+    /// and the build.
+    pub fn write(&self, out: &mut Vec<u8>, format: Format) {
+        let counters = [
+            (
+                Family::new(
+                    "counterhal_read_errors",
+                    Kind::Counter,
+                    "Reads of a CPU's or cgroup's counters that failed.",
+                ),
+                self.read_errors(),
+            ),
+            (
+                Family::new(
+                    "counterhal_open_errors",
+                    Kind::Counter,
+                    "Openings of a CPU's or cgroup's counters that failed (tried again each \
+                     scrape).",
+                ),
+                self.open_errors(),
+            ),
+        ];
+        for (family, value) in counters {
+            family.single(out, format, Number::Int(value));
+        }
+        let (matched, followed) = self.cgroups_now();
+        let cgroups = [
+            (
+                Family::new(
+                    "counterhal_cgroups_matched",
+                    Kind::Gauge,
+                    "Cgroups that --cgroups matched at the last scrape.",
+                ),
+                matched,
+            ),
+            (
+                Family::new(
+                    "counterhal_cgroups_followed",
+                    Kind::Gauge,
+                    "Cgroups counted (at most --max-cgroups).",
+                ),
+                followed,
+            ),
+            (
+                Family::new(
+                    "counterhal_places_unopened",
+                    Kind::Gauge,
+                    "Places (a CPU, or a cgroup on a CPU) not counted for lack of file \
+                     descriptors (RLIMIT_NOFILE; tried again each scrape).",
+                ),
+                self.places_unopened(),
+            ),
+            (
+                Family::new(
+                    "counterhal_cgroups_dropped",
+                    Kind::Counter,
+                    "Cgroups matched but left out for --max-cgroups, or refused by the counter \
+                     for want of room (each counted once while left out).",
+                ),
+                self.cgroups_dropped(),
+            ),
+            (
+                Family::new(
+                    "counterhal_cgroups_departed_evicted",
+                    Kind::Counter,
+                    "Removed cgroups whose last counts were let go unread: more were kept than \
+                     --max-cgroups between two scrapes.",
+                ),
+                self.departed_evicted_total(),
+            ),
+        ];
+        for (family, value) in cgroups {
+            family.single(out, format, Number::Int(value));
+        }
+        let requests = Family::new(
+            "counterhal_http_requests",
+            Kind::Counter,
+            "HTTP requests answered, by status code.",
+        );
+        requests.header(out, format);
+        for (status, count) in self.http.requests() {
+            let labels = [("code", Label::Int(u64::from(status)))];
+            requests.sample(out, &labels, Number::Int(count));
+        }
+        let closed = Family::new(
+            "counterhal_http_connections_closed",
+            Kind::Counter,
+            "Connections closed unanswered to keep the bounds, by reason.",
+        );
+        closed.header(out, format);
+        for (why, count) in self.http.closed_counts() {
+            let labels = [("reason", Label::Text(why.label()))];
+            closed.sample(out, &labels, Number::Int(count));
+        }
+        let build = Family::new(
+            "counterhal_build",
+            Kind::Info,
+            "The exporter's version and the backend counting.",
+        );
+        build.header(out, format);
+        let labels = [
+            ("version", Label::Text(env!("CARGO_PKG_VERSION"))),
+            ("backend", Label::Text(self.backend)),
+        ];
+        build.sample(out, &labels, Number::Int(1));
     }
 }

@@ -10,13 +10,16 @@
 //! server is given. The domain's rooms: [`events`] (what each name is: its family, unit, PMU
 //! and CPUs), [`counting`] (the sets per CPU and cgroup, read without allocating),
 //! [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`discovery`] (the cgroups and
-//! CPUs followed) with `follower` (a thread following them as they come and go), [`labels`] (where a cgroup's labels come from: its path, the kubelet's and
-//! slurmstepd's layouts, the kubelet's log directories), [`exposition`] (the two text formats) with [`text_format`],
-//! [`mod@rules`] (the metrics as recording rules), [`budget`] (the descriptors the counters may
-//! hold), [`health`] (the exporter's own counters, which the server counts in too),
-//! [`process`] (its process's figures, the `process_*` families), [`log`] (its log on standard
-//! error, in logfmt), [`signals`] (`SIGHUP` reloads, `SIGTERM` drains) and [`sys`] (their
-//! system calls).
+//! CPUs followed) with `follower` (a thread following them as they come and go), [`labels`]
+//! (where a cgroup's labels come from: its path, the kubelet's and slurmstepd's layouts, the
+//! kubelet's log directories), [`text_format`] (the two text formats, the one writer of
+//! families), [`mod@rules`] (the metrics as recording rules), [`budget`] (the descriptors the
+//! counters may hold), [`health`] (the exporter's own counters), [`machine`] (the host's
+//! facts the formulas read), [`process`] (its process's figures, the `process_*` families),
+//! [`log`] (its log on standard error, in logfmt), [`signals`] (`SIGHUP` reloads, `SIGTERM`
+//! drains) and [`sys`] (their system calls). The scrape is written by collectors, each of
+//! these rooms writing its own families (the counting's in `counting::families`), called in
+//! turn by [`scrape`].
 //!
 //! The crate's face is the command's entry: [`ServeArgs`], [`run`], [`rules()`] and
 //! [`Failure`] (and [`CgroupModeArg`], [`TimesArg`] and [`NameLabelArg`], `--cgroup-mode`'s,
@@ -32,13 +35,13 @@ mod budget;
 mod counting;
 mod discovery;
 mod events;
-mod exposition;
 #[cfg(target_os = "linux")]
 mod follower;
 mod health;
 pub mod http;
 mod labels;
 mod log;
+mod machine;
 mod per_cgroup;
 mod process;
 mod rules;
@@ -529,7 +532,7 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     #[cfg(target_os = "linux")]
     follower::start(Arc::clone(&exporter), Arc::clone(&health));
     let layer = http::layer::Layer::new(scrape::Scrape::new(exporter, Arc::clone(&health)), web);
-    let server = http::transport::Server::new(listener, limits, layer, health);
+    let server = http::transport::Server::new(listener, limits, layer, Arc::clone(&health.http));
     signals::take(server.shared());
     server.serve();
     Ok(ExitCode::SUCCESS)

@@ -13,6 +13,8 @@
 
 use clap::ValueEnum;
 
+use crate::text_format::{Family, Format, Kind, Label, Number};
+
 /// `--cgroup-mode`: how the cgroups are counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum CgroupModeArg {
@@ -25,6 +27,80 @@ pub enum CgroupModeArg {
     Bpf,
     /// One perf event per event, CPU and cgroup (descriptors grow with the cgroups).
     PerfEvents,
+}
+
+/// The mode the cgroups are counted in (`counterhal_cgroup_mode`); in the BPF mode, the
+/// cgroups matched too deep for it (`counterhal_cgroups_too_deep`), whether it settles a
+/// task's move between cgroups (`counterhal_cgroup_moves_settled`) and the context switches
+/// its program missed (`counterhal_cgroup_switches_missed_total`), and the times the kernel
+/// skipped each of its programs (`counterhal_bpf_recursion_misses_total`).
+pub fn write(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, too_deep: u64) {
+    let mode = Family::new(
+        "counterhal_cgroup_mode",
+        Kind::Gauge,
+        "1 for the mode the cgroups are counted in (bpf, or perf-events with the reason \
+         where bpf was not taken).",
+    );
+    mode.header(out, format);
+    let labels = [
+        ("mode", Label::Text(cgroups.mode_name())),
+        ("reason", Label::Text(cgroups.why_not_bpf().unwrap_or(""))),
+    ];
+    mode.sample(out, &labels, Number::Int(1));
+    let Some(settled) = cgroups.moves_settled() else {
+        return;
+    };
+    let too_deep_family = Family::new(
+        "counterhal_cgroups_too_deep",
+        Kind::Gauge,
+        "Cgroups matched but not followed, deeper than the BPF mode follows (their tasks \
+         count in their followed ancestors).",
+    );
+    too_deep_family.header(out, format);
+    too_deep_family.sample(out, &[], Number::Int(too_deep));
+    let moves = Family::new(
+        "counterhal_cgroup_moves_settled",
+        Kind::Gauge,
+        "1 where the BPF mode counts a task that moves between cgroups while it runs in \
+         each for its time there; 0 where its new cgroup is given its CPU's counts since \
+         the last context switch (the reason at start).",
+    );
+    moves.header(out, format);
+    moves.sample(out, &[], Number::Int(u64::from(settled)));
+    let Some(missed) = cgroups.switches_missed() else {
+        return;
+    };
+    let switches = Family::new(
+        "counterhal_cgroup_switches_missed",
+        Kind::Counter,
+        "Context switches the BPF mode's program did not see (the kernel skipped its run at \
+         sched_switch, its recursion_misses): the counts of the time each spans went to the \
+         next task's cgroups.",
+    );
+    switches.header(out, format);
+    switches.sample(out, &[], Number::Int(missed));
+    let programs = cgroups.programs_skipped();
+    if programs.is_empty() {
+        return;
+    }
+    let skipped = Family::new(
+        "counterhal_bpf_recursion_misses",
+        Kind::Counter,
+        "Times the kernel skipped this BPF-mode program because another BPF program was \
+         running on that CPU (its recursion_misses, bpftool prog show id N): each a context \
+         switch (ch_cgroup_swtch, also counterhal_cgroup_switches_missed_total), cgroup \
+         removal (ch_cgroup_rmdir) or move (ch_cgroup_move) the counts miss. Rising: find \
+         the other BPF programs on the node (bpftool prog show).",
+    );
+    skipped.header(out, format);
+    for program in &programs {
+        let id = program.id.to_string();
+        let labels = [
+            ("program", Label::Text(program.name)),
+            ("id", Label::Text(&id)),
+        ];
+        skipped.sample(out, &labels, Number::Int(program.skipped));
+    }
 }
 
 #[cfg(target_os = "linux")]

@@ -10,6 +10,7 @@
 use counterhal_system::{DescriptorDirectory, StatFile, System};
 
 use super::sys;
+use crate::text_format::{Family, Format, Kind, Number};
 
 /// What stays the same while the exporter runs: the clock tick and page sizes, the start,
 /// and where the figures are read.
@@ -104,6 +105,80 @@ impl Process {
             virtual_memory_max_bytes: sys::soft_limit(sys::Limit::AddressSpace),
             resident_memory_bytes: field(RSS).map(|pages| pages * constants.page_size),
             start_time_seconds: constants.start_time_seconds,
+        }
+    }
+}
+
+impl Process {
+    /// The exporter's process, as client_golang's process collector writes it (node_exporter's
+    /// `/metrics` carries it): its names, help and types, no `# UNIT` in OpenMetrics (its
+    /// families have none), in the order of its gathering (by name); a figure that could not be
+    /// read is left out.
+    pub fn write(&self, out: &mut Vec<u8>, format: Format) {
+        let process = self;
+        let families = [
+            (
+                Family::new(
+                    "process_cpu_seconds",
+                    Kind::Counter,
+                    "Total user and system CPU time spent in seconds.",
+                ),
+                process.cpu_seconds.map(Number::Float),
+            ),
+            (
+                Family::new(
+                    "process_max_fds",
+                    Kind::Gauge,
+                    "Maximum number of open file descriptors.",
+                ),
+                process.max_fds.map(Number::Int),
+            ),
+            (
+                Family::new(
+                    "process_open_fds",
+                    Kind::Gauge,
+                    "Number of open file descriptors.",
+                ),
+                process.open_fds.map(Number::Int),
+            ),
+            (
+                Family::new(
+                    "process_resident_memory_bytes",
+                    Kind::Gauge,
+                    "Resident memory size in bytes.",
+                ),
+                process.resident_memory_bytes.map(Number::Int),
+            ),
+            (
+                Family::new(
+                    "process_start_time_seconds",
+                    Kind::Gauge,
+                    "Start time of the process since unix epoch in seconds.",
+                ),
+                process.start_time_seconds.map(Number::Float),
+            ),
+            (
+                Family::new(
+                    "process_virtual_memory_bytes",
+                    Kind::Gauge,
+                    "Virtual memory size in bytes.",
+                ),
+                process.virtual_memory_bytes.map(Number::Int),
+            ),
+            (
+                Family::new(
+                    "process_virtual_memory_max_bytes",
+                    Kind::Gauge,
+                    "Maximum amount of virtual memory available in bytes.",
+                ),
+                process.virtual_memory_max_bytes.map(Number::Int),
+            ),
+        ];
+        for (family, value) in families {
+            if let Some(value) = value {
+                family.header(out, format);
+                family.sample(out, &[], value);
+            }
         }
     }
 }

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::counting::Exporter;
-use super::exposition;
 use super::health::Health;
-use super::text_format::Format;
+use super::process::Process;
+use super::text_format::{Family, Format, Kind, Number};
 use crate::http::message::{Handler, Request, Response};
 
 /// The exporter's routes over its counters.
@@ -52,7 +52,7 @@ impl Handler for Scrape {
                     let mut exporter = self.lock();
                     let start = Instant::now();
                     exporter.read_all(&self.health);
-                    exposition::write(&mut body, format, &exporter, &self.health, start);
+                    write(&mut body, format, &exporter, &self.health, start);
                 }
                 self.last_size.store(body.len(), Relaxed);
                 let mut answer = Response::new(200, format.content_type(), body);
@@ -75,6 +75,39 @@ impl Handler for Scrape {
 
     fn public(&self, path: &str) -> bool {
         matches!(path, HEALTHY | READY)
+    }
+}
+
+/// Writes the scrape, each collector its families: the counts of every place read, then
+/// (where an event is counted) the events refused, the exporter's health, the cgroups' mode
+/// and the host's facts; the process's figures, and the scrape's duration measured from
+/// `start`; in `format`, into `out` (cleared first).
+pub(crate) fn write(
+    out: &mut Vec<u8>,
+    format: Format,
+    exporter: &Exporter,
+    health: &Health,
+    start: Instant,
+) {
+    out.clear();
+    exporter.write_counts(out, format);
+    if !exporter.events.is_empty() {
+        super::events::write_refused(out, format, &exporter.refused);
+        health.write(out, format);
+        if let Some(cgroups) = &exporter.cgroups {
+            super::per_cgroup::write(out, format, cgroups, health.cgroups_too_deep());
+        }
+        super::machine::write(out, format, &exporter.system);
+    }
+    Process::now(&health.process).write(out, format);
+    let duration = Family::seconds(
+        "counterhal_scrape_duration_seconds",
+        Kind::Gauge,
+        "Time this scrape took to find, read and write the counters.",
+    );
+    duration.single(out, format, Number::Float(start.elapsed().as_secs_f64()));
+    if format == Format::OpenMetrics {
+        out.extend_from_slice(b"# EOF\n");
     }
 }
 
@@ -134,4 +167,202 @@ fn index(exporter: &Exporter) -> Vec<u8> {
     }
     page.push_str("</body></html>\n");
     page.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use counterhal::Reading;
+
+    /// A node of 300 best-effort pods (the kubelet's systemd names) counting 8 software
+    /// events on 2 CPUs, as the exporter holds it after a read, written
+    /// `COUNTERHAL_SCRAPES` times (1 unless set; `COUNTERHAL_SCRAPE_OUT` names a file for
+    /// the last): `P x E` series (no CPU's here), 8 a pod, software events carrying no times. Counted
+    /// by callgrind with 0 and with N scrapes, the difference over N scrapes' series is the
+    /// writer's instructions a series (docs/performance.md, "300 pods").
+    ///
+    /// Oracle: docs/serve.md's budget of series (`(C + P) x (E + 2M)`, M the events the
+    /// kernel may multiplex: none of perf's software events, kernel/events/core.c).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn scrape_of_300_pods_writes_8_series_a_pod() {
+        use crate::counting::Place;
+        use crate::{budget, discovery};
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        use std::sync::Arc;
+
+        const PODS: usize = 300;
+        const CPUS: u32 = 2;
+        let events = [
+            "cpu-clock",
+            "task-clock",
+            "page-faults",
+            "context-switches",
+            "cpu-migrations",
+            "minor-faults",
+            "major-faults",
+            "alignment-faults",
+        ]
+        .map(str::to_string);
+        let Ok(backend) = counterhal::open_default() else {
+            skip!(Need::System, "no counter backend here");
+        };
+        let host = counterhal_system::System::host();
+        let plan = crate::events::plan(&host, &backend, &events).unwrap();
+        if plan.exported.len() != events.len() {
+            skip!(
+                Need::Privilege,
+                "the 8 software events do not all open here"
+            );
+        }
+        let watch = discovery::Watch::new(&[], None, 8).unwrap();
+        let budget = budget::Budget::new(65_536, 4);
+        let mut exporter = Exporter::new(backend, plan, watch, budget, None);
+        let columns: Vec<usize> = (0..events.len()).collect();
+        for pod in 0..PODS {
+            let uid = format!("{pod:08x}_0000_4000_8000_{pod:012x}");
+            let cgroup: Arc<str> = Arc::from(format!(
+                "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{uid}.slice"
+            ));
+            for cpu in 0..CPUS {
+                let (kubelet, slurm) = (&exporter.kubelet, &exporter.slurm);
+                let mut place = Place::of_cgroup(&cgroup, cpu, columns.clone(), kubelet, slurm);
+                for (column, reading) in place.readings.iter_mut().enumerate() {
+                    let n = (pod * 1_000 + column * 10 + cpu as usize) as u64;
+                    *reading =
+                        Reading::new(n * 7_919_993, 3_600_000_000_123 + n, 3_600_000_000_123 + n);
+                }
+                exporter.places.push(place);
+            }
+        }
+        let health = Health::new("linux", &host);
+        let scrapes: usize = std::env::var("COUNTERHAL_SCRAPES")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+        let mut out = Vec::new();
+        for _ in 0..scrapes {
+            write(&mut out, Format::Text, &exporter, &health, Instant::now());
+        }
+        if let Some(path) = std::env::var_os("COUNTERHAL_SCRAPE_OUT") {
+            std::fs::write(path, &out).unwrap();
+        }
+        if scrapes == 0 {
+            return;
+        }
+        let text = String::from_utf8(out).unwrap();
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("counterhal_event_"))
+            .count();
+        assert_eq!(series, PODS * events.len(), "{text}");
+        let pod_uid = "pod_uid=\"0000012b-0000-4000-8000-00000000012b\"";
+        assert_eq!(text.matches(pod_uid).count(), events.len(), "{text}");
+    }
+
+    /// The same readings written per CPU, `--per-socket` and `--per-die`: each socket's
+    /// (die's) series is the sum of its CPUs' series, value and both times, whether the two
+    /// CPUs share a socket or the first CPU's socket is numbered after the second's; each
+    /// series carries its socket (and die) and no cpu.
+    ///
+    /// Oracle: the per-CPU series as the exporter writes them (one perf event per CPU,
+    /// `cpu-clock`, with the socket and die labels of a sysfs tree written here), summed as
+    /// PromQL's `sum by (socket)` and perf's `--per-socket` aggregation sum them.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn per_socket_and_per_die_series_sum_the_per_cpu_series() {
+        use crate::{budget, counting, discovery};
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        use std::collections::BTreeMap;
+
+        let online = counterhal::online_cpus();
+        if !online.contains(0) || !online.contains(1) {
+            skip!(Need::System, "CPUs 0 and 1 are not both online");
+        }
+        let Ok(backend) = counterhal::open_default() else {
+            skip!(Need::System, "no counter backend here");
+        };
+        drop(backend);
+        let root = std::env::temp_dir().join(format!("counterhal-sockets-{}", std::process::id()));
+        // (socket, die) of CPUs 0 and 1.
+        for layout in [[(0, 0), (0, 1)], [(1, 0), (0, 0)]] {
+            let system = counterhal_system::System::host().with_sysfs(&root);
+            for (cpu, (socket, die)) in layout.iter().enumerate() {
+                let dir = root.join(format!("devices/system/cpu/cpu{cpu}/topology"));
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join("physical_package_id"), format!("{socket}\n")).unwrap();
+                std::fs::write(dir.join("die_id"), format!("{die}\n")).unwrap();
+            }
+            let backend = counterhal::open_default().unwrap();
+            let host = counterhal_system::System::host();
+            let plan = crate::events::plan(&host, &backend, &["cpu-clock".to_string()]).unwrap();
+            if plan.exported.is_empty() {
+                skip!(Need::Privilege, "cpu-clock does not open on every CPU here");
+            }
+            let watch = discovery::Watch::new(&[], None, 8).unwrap();
+            let budget = budget::Budget::new(65_536, 4);
+            let mut exporter = Exporter::new(backend, plan, watch, budget, None);
+            exporter.system = system;
+            exporter.times = crate::events::TimesArg::Always;
+            let health = Health::new("linux", &host);
+            exporter.follow_on(&"0-1".parse::<counterhal::CpuList>().unwrap(), &health);
+            exporter.read_all(&health);
+            assert!(exporter.places.iter().all(|p| p.read), "every CPU read");
+            // Each sample of the families written: its labels (without event, group and pmu)
+            // and value.
+            let written = |exporter: &Exporter| {
+                let mut out = Vec::new();
+                write(&mut out, Format::Text, exporter, &health, Instant::now());
+                String::from_utf8(out)
+                    .unwrap()
+                    .lines()
+                    .filter(|l| l.starts_with("counterhal_event_"))
+                    .filter_map(|l| {
+                        let (name, rest) = l.split_once('{')?;
+                        let (labels, value) = rest.rsplit_once("} ")?;
+                        let labels: Vec<&str> = labels
+                            .split(',')
+                            .filter(|p| {
+                                !["event=", "group=", "pmu="]
+                                    .iter()
+                                    .any(|l| p.starts_with(l))
+                            })
+                            .collect();
+                        Some(((name.to_string(), labels.join(",")), value.parse().ok()?))
+                    })
+                    .collect::<Vec<((String, String), f64)>>()
+            };
+            let per_cpu = written(&exporter);
+            // Value, enabled and running on each CPU.
+            assert_eq!(per_cpu.len(), 6, "{per_cpu:?}");
+            for (aggregate, keep) in [
+                (counting::Aggregate::Socket, &["socket"][..]),
+                (counting::Aggregate::Die, &["socket", "die"][..]),
+            ] {
+                let mut sums: BTreeMap<(String, String), f64> = BTreeMap::new();
+                for ((name, labels), value) in &per_cpu {
+                    let kept: Vec<&str> = labels
+                        .split(',')
+                        .filter(|p| keep.iter().any(|k| p.starts_with(&format!("{k}="))))
+                        .collect();
+                    *sums.entry((name.clone(), kept.join(","))).or_default() += value;
+                }
+                exporter.aggregate = aggregate;
+                let summed: BTreeMap<(String, String), f64> =
+                    written(&exporter).into_iter().collect();
+                assert_eq!(summed.len(), sums.len(), "{aggregate:?}: {summed:?}");
+                for (key, sum) in &sums {
+                    let got = summed.get(key).copied();
+                    // Seconds written as decimal fractions: equal to the last digit.
+                    assert!(
+                        got.is_some_and(|g| (g - sum).abs() <= 1e-9 * sum.max(1.0)),
+                        "{aggregate:?} {layout:?} {key:?}: {got:?}, the CPUs' sum {sum}"
+                    );
+                }
+            }
+        }
+        std::fs::remove_dir_all(&root).ok();
+    }
 }

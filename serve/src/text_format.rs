@@ -1,7 +1,8 @@
 //! Prometheus' text format 0.0.4 and OpenMetrics 1.0 as serve writes them: the format
 //! negotiated from `Accept`, a family's `# HELP`/`# TYPE` lines, a sample's labels (escaped as
 //! the format says) and its number (integers and exact decimal seconds written without Rust's
-//! formatting machinery), into a reused buffer. The `exposition` module writes the families.
+//! formatting machinery), into a reused buffer: the one writer every collector writes its
+//! families with.
 
 use std::io::Write;
 
@@ -195,6 +196,12 @@ impl Family {
         }
     }
 
+    /// The family with one sample, unlabelled: its header, then `value`.
+    pub(crate) fn single(&self, out: &mut Vec<u8>, format: Format, value: Number) {
+        self.header(out, format);
+        self.sample(out, &[], value);
+    }
+
     /// One sample: its name, labels and value. A label whose value is empty is left out, as
     /// Prometheus takes an empty label for an absent one.
     pub(crate) fn sample(&self, out: &mut Vec<u8>, labels: &[(&str, Label<'_>)], value: Number) {
@@ -281,4 +288,119 @@ pub(crate) fn escaped(out: &mut Vec<u8>, text: &str) {
         rest = &rest[at + 1..];
     }
     out.extend_from_slice(rest);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_accept_header_gets_openmetrics_and_others_the_text_format() {
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                          version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Format::negotiate(Some(prometheus)), Format::OpenMetrics);
+        // Prometheus 3.5's, which adds the text format 1.0.0 (0.0.4 is served for it).
+        let prometheus_3 = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;\
+                            q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;\
+                            version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;\
+                            q=0.3,*/*;q=0.2";
+        assert_eq!(Format::negotiate(Some(prometheus_3)), Format::OpenMetrics);
+        assert_eq!(
+            Format::negotiate(Some(
+                "text/plain;version=1.0.0;escaping=allow-utf-8,*/*;q=0.1"
+            )),
+            Format::Text
+        );
+        assert_eq!(Format::negotiate(None), Format::Text);
+        assert_eq!(Format::negotiate(Some("*/*")), Format::Text);
+        assert_eq!(Format::negotiate(Some("text/plain")), Format::Text);
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text")),
+            Format::OpenMetrics
+        );
+        // A version not served, or OpenMetrics preferred less than text.
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text; version=2.0.0")),
+            Format::Text
+        );
+        assert_eq!(
+            Format::negotiate(Some("application/openmetrics-text;q=0.2,text/plain;q=0.9")),
+            Format::Text
+        );
+        assert_eq!(Format::negotiate(Some(";;,,q=x,=")), Format::Text);
+    }
+
+    #[test]
+    fn families_are_written_as_each_format_names_them() {
+        const EVENT_SECONDS: Family = Family::seconds(
+            "counterhal_event_seconds",
+            Kind::Counter,
+            "Clock events counted, in seconds (task-clock, cpu-clock).",
+        );
+        let mut text = Vec::new();
+        EVENT_SECONDS.header(&mut text, Format::Text);
+        let labels = [("event", Label::Text("a\\\"b\n")), ("cpu", Label::Int(3))];
+        EVENT_SECONDS.sample(&mut text, &labels, Number::Float(0.5));
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "# HELP counterhal_event_seconds_total Clock events counted, in seconds (task-clock, \
+             cpu-clock).\n# TYPE counterhal_event_seconds_total counter\n\
+             counterhal_event_seconds_total{event=\"a\\\\\\\"b\\n\",cpu=\"3\"} 0.5\n"
+        );
+        let mut open = Vec::new();
+        EVENT_SECONDS.header(&mut open, Format::OpenMetrics);
+        let open = String::from_utf8(open).unwrap();
+        assert!(
+            open.contains("# TYPE counterhal_event_seconds counter\n"),
+            "{open}"
+        );
+        assert!(
+            open.contains("# UNIT counterhal_event_seconds seconds\n"),
+            "{open}"
+        );
+    }
+
+    /// Nanoseconds are written as the seconds a reader parses to the float nearest
+    /// `ns / 1e9` (the value written before as that float's shortest form), integers as
+    /// their digits.
+    ///
+    /// Oracle: Rust's `f64` division (correctly rounded, IEEE 754) and its `str::parse`
+    /// (correctly rounded), over a range of values with and without trailing zeros.
+    #[test]
+    fn seconds_and_integers_read_back_as_the_numbers_written() {
+        let written = |number: Number| {
+            let mut out = Vec::new();
+            number.write(&mut out);
+            let text = String::from_utf8(out).unwrap();
+            text.strip_prefix(' ')
+                .and_then(|t| t.strip_suffix('\n'))
+                .unwrap()
+                .to_string()
+        };
+        let mut ns: Vec<u64> = vec![0, 1, 10, 999_999_999, 1_000_000_000, 1_500_000_000];
+        ns.extend([
+            3_600_000_000_123,
+            (1 << 53) - 1,
+            1 << 52,
+            123_456_789_012_345,
+        ]);
+        ns.extend((0..64).map(|shift| 0x9e37_79b9_7f4a_7c15u64 >> shift));
+        for ns in ns {
+            let text = written(Number::Seconds(ns));
+            let read: f64 = text.parse().unwrap();
+            if ns < 1 << 53 {
+                assert_eq!(read, ns as f64 / 1e9, "{ns} ns written {text}");
+            }
+            let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+            assert_eq!(whole, (ns / 1_000_000_000).to_string(), "{ns}: {text}");
+            assert!(
+                fraction.len() <= 9 && !fraction.ends_with('0'),
+                "{ns}: {text}"
+            );
+            assert_eq!(written(Number::Int(ns)), ns.to_string());
+        }
+        assert_eq!(written(Number::Seconds(1_500_000_000)), "1.5");
+        assert_eq!(written(Number::Seconds(1)), "0.000000001");
+        assert_eq!(written(Number::Int(u64::MAX)), u64::MAX.to_string());
+    }
 }

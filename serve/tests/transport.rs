@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use counterhal_serve::http::{Handler, Health, Layer, Limits, Request, Response, Server};
+use counterhal_serve::http::{Handler, Layer, Limits, Request, Response, Server, Tally};
 
 /// A handler that answers `/slow` after a pause, `/large` with 32 MiB, and the rest with
 /// their path.
@@ -29,15 +29,15 @@ impl Handler for Paths {
 }
 
 /// [`Paths`] (its `/slow` taking `pause`) served on a loopback port within `limits`, on a
-/// thread of its own: where, and the health that counts its requests.
-fn serving(pause: Duration, limits: Limits) -> (SocketAddr, Arc<Health>) {
+/// thread of its own: where, and the tally that counts its requests.
+fn serving(pause: Duration, limits: Limits) -> (SocketAddr, Arc<Tally>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
-    let health = Arc::new(Health::new("test", &counterhal_system::System::host()));
+    let tally = Arc::new(Tally::default());
     let layer = Layer::new(Paths { pause }, None);
-    let server = Server::new(listener, limits, layer, Arc::clone(&health));
+    let server = Server::new(listener, limits, layer, Arc::clone(&tally));
     std::thread::spawn(move || server.serve());
-    (address, health)
+    (address, tally)
 }
 
 /// Bounds that let every test's client through: 16 connections, 5 s for a head, 5 s to take
@@ -58,17 +58,17 @@ fn exchange(address: SocketAddr, request: &[u8]) -> (Option<u16>, String) {
     (text.split(' ').nth(1).and_then(|s| s.parse().ok()), text)
 }
 
-/// The requests `health` counts as answered with `status`.
-fn answered(health: &Health, status: u16) -> u64 {
-    health
+/// The requests `tally` counts as answered with `status`.
+fn answered(tally: &Tally, status: u16) -> u64 {
+    tally
         .requests()
         .find(|&(s, _)| s == status)
         .map_or(0, |(_, count)| count)
 }
 
-/// The connections `health` counts as closed unanswered for `reason` (its label).
-fn closed(health: &Health, reason: &str) -> u64 {
-    health
+/// The connections `tally` counts as closed unanswered for `reason` (its label).
+fn closed(tally: &Tally, reason: &str) -> u64 {
+    tally
         .closed_counts()
         .find(|(why, _)| why.label() == reason)
         .map_or(0, |(_, count)| count)
@@ -81,7 +81,7 @@ fn closed(health: &Health, reason: &str) -> u64 {
 /// Header Fields Too Large").
 #[test]
 fn malformed_and_oversized_heads_are_refused_and_requests_go_on() {
-    let (address, health) = serving(Duration::ZERO, roomy());
+    let (address, tally) = serving(Duration::ZERO, roomy());
     for request in [
         b"GARBAGE\r\n\r\n".to_vec(),
         b"GET /metrics HTTP/9.9\r\n\r\n".to_vec(),
@@ -102,7 +102,7 @@ fn malformed_and_oversized_heads_are_refused_and_requests_go_on() {
     let (status, text) = exchange(address, b"GET /after HTTP/1.1\r\nConnection: close\r\n\r\n");
     assert_eq!(status, Some(200), "{text}");
     assert!(text.ends_with("\r\n\r\n/after"), "{text}");
-    assert_eq!((answered(&health, 400), answered(&health, 431)), (4, 3));
+    assert_eq!((answered(&tally, 400), answered(&tally, 431)), (4, 3));
 }
 
 /// A request in the absolute form (`GET http://host:port/path`), which RFC 9112 section
@@ -165,13 +165,13 @@ fn a_head_is_answered_with_the_head_alone() {
 #[test]
 fn an_answer_slower_to_render_than_the_write_timeout_is_answered() {
     let limits = Limits::new(4, Duration::from_secs(5), Duration::from_millis(50));
-    let (address, health) = serving(Duration::from_millis(400), limits);
+    let (address, tally) = serving(Duration::from_millis(400), limits);
     let started = Instant::now();
     let (status, text) = exchange(address, b"GET /slow HTTP/1.1\r\nConnection: close\r\n\r\n");
     assert_eq!(status, Some(200), "{text:?}");
     assert!(text.ends_with("rendered late\n"), "{text}");
     assert!(started.elapsed() >= Duration::from_millis(400));
-    assert_eq!(closed(&health, "write_timeout"), 0);
+    assert_eq!(closed(&tally, "write_timeout"), 0);
 }
 
 /// The write timeout still bounds a client that does not take its answer: the connection
@@ -182,21 +182,21 @@ fn an_answer_slower_to_render_than_the_write_timeout_is_answered() {
 #[test]
 fn a_client_that_does_not_read_is_closed_at_the_write_timeout() {
     let limits = Limits::new(4, Duration::from_secs(5), Duration::from_millis(300));
-    let (address, health) = serving(Duration::ZERO, limits);
+    let (address, tally) = serving(Duration::ZERO, limits);
     let mut stream = TcpStream::connect(address).unwrap();
     stream
         .write_all(b"GET /large HTTP/1.1\r\nConnection: close\r\n\r\n")
         .unwrap();
     let waited = Instant::now();
-    while closed(&health, "write_timeout") == 0 && waited.elapsed() < Duration::from_secs(10) {
+    while closed(&tally, "write_timeout") == 0 && waited.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(
-        closed(&health, "write_timeout"),
+        closed(&tally, "write_timeout"),
         1,
         "after {:?}",
         waited.elapsed()
     );
-    assert_eq!(answered(&health, 200), 0);
+    assert_eq!(answered(&tally, 200), 0);
     drop(stream);
 }

@@ -16,8 +16,8 @@ use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use super::message::{Header, Request, Response, reason};
 use super::table::Shared;
+use super::tally::Closed;
 use super::web::WebConfig;
-use crate::health::Closed;
 
 /// A connection: a TCP stream, or TLS over one.
 pub trait Conn: Read + Write {
@@ -68,13 +68,13 @@ pub fn answer_tls(
                 .set_write_timeout(Some(shared.limits.write_timeout))
                 .ok();
             if (&stream).write_all(text.as_bytes()).is_ok() {
-                shared.health.answered(400);
+                shared.tally.answered(400);
             }
             stream.shutdown(Shutdown::Both).ok();
             return;
         }
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-            shared.health.closed(Closed::HeaderTimeout);
+            shared.tally.closed(Closed::HeaderTimeout);
             stream.shutdown(Shutdown::Both).ok();
             return;
         }
@@ -166,11 +166,11 @@ fn answer_one(
         }
         Err(Unanswered::Gone) => return (false, false),
         Err(Unanswered::Tls) => {
-            shared.health.closed(Closed::Tls);
+            shared.tally.closed(Closed::Tls);
             return (false, false);
         }
         Err(Unanswered::Late) => {
-            shared.health.closed(Closed::HeaderTimeout);
+            shared.tally.closed(Closed::HeaderTimeout);
             shared.table.answering(id);
             let late = "the request head took too long";
             (shared.layer.refuse(408, late, web), false, false)
@@ -189,15 +189,15 @@ fn answer_one(
     // Counted as answered once the client has taken the answer, else by why it did not.
     match written {
         Ok(()) => {
-            shared.health.answered(status);
+            shared.tally.answered(status);
             (true, keep)
         }
         Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-            shared.health.closed(Closed::WriteTimeout);
+            shared.tally.closed(Closed::WriteTimeout);
             (false, false)
         }
         Err(_) => {
-            shared.health.closed(Closed::ClientGone);
+            shared.tally.closed(Closed::ClientGone);
             (false, false)
         }
     }

@@ -8,7 +8,7 @@
 //! [`web`] (`--web.config.file`: TLS, users, headers and rate limit, in Prometheus'
 //! exporter-toolkit's format, read by [`yaml`]) with [`users`] (their bcrypt hashes and the
 //! passwords verified); and a [`Handler`] that knows nothing of either (the exporter's is its
-//! scrape, `crate::scrape`). Public so that each layer is tested on its own (serve's `tests/`)
+//! scrape). Public so that each layer is tested on its own (serve's `tests/`)
 //! and another handler or transport can be served the same way.
 
 pub(crate) mod connection;
@@ -17,14 +17,15 @@ pub(crate) mod layer;
 pub(crate) mod listen;
 pub(crate) mod message;
 pub(crate) mod table;
+pub(crate) mod tally;
 pub(crate) mod tls;
 pub(crate) mod transport;
 pub(crate) mod users;
 pub(crate) mod web;
 pub(crate) mod yaml;
 
-pub use crate::health::Health;
 pub use layer::Layer;
 pub use message::{Handler, Header, Request, Response};
+pub use tally::{Closed, STATUSES, Tally};
 pub use transport::{Limits, Server};
 pub use web::{WebConfig, WebConfigFile};

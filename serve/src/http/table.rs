@@ -1,5 +1,5 @@
 //! What the connections share: the bounds, the table of open connections (to evict the one
-//! waiting longest), the layer that answers, and the exporter's health.
+//! waiting longest), the layer that answers, and the tally of what was answered.
 
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::layer::Layer;
-use crate::health::Health;
+use super::tally::Tally;
 
 /// The bounds on clients.
 #[derive(Clone, Copy, Debug)]
@@ -130,8 +130,8 @@ impl Table {
 pub struct Shared {
     /// The layer that answers the requests read (with `--web.config.file`, the file).
     pub layer: Layer,
-    /// The exporter's health: the requests answered and the connections closed.
-    pub health: Arc<Health>,
+    /// The requests answered and the connections closed, counted.
+    pub tally: Arc<Tally>,
     /// The open connections.
     pub table: Table,
     /// The bounds.

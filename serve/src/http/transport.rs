@@ -21,7 +21,7 @@ use super::connection;
 use super::layer::Layer;
 pub use super::table::Limits;
 use super::table::{Shared, Slot, Table};
-use crate::health::{Closed, Health};
+use super::tally::{Closed, Tally};
 use crate::sys;
 
 /// The stack of a connection's thread: the head buffer, the parser's headers, and reading
@@ -29,7 +29,7 @@ use crate::sys;
 const STACK: usize = 256 * 1024;
 
 /// A listener and what its connections share: the layer that answers them, their bounds,
-/// and the health that counts them.
+/// and the tally that counts them.
 pub struct Server {
     listener: TcpListener,
     shared: Arc<Shared>,
@@ -37,11 +37,11 @@ pub struct Server {
 
 impl Server {
     /// Serves `layer` on `listener` within `limits` (over TLS where the layer's web
-    /// configuration says), counting the requests and connections in `health`.
-    pub fn new(listener: TcpListener, limits: Limits, layer: Layer, health: Arc<Health>) -> Server {
+    /// configuration says), counting the requests and connections in `tally`.
+    pub fn new(listener: TcpListener, limits: Limits, layer: Layer, tally: Arc<Tally>) -> Server {
         let shared = Arc::new(Shared {
             layer,
-            health,
+            tally,
             table: Table::new(),
             limits,
             draining: AtomicBool::new(false),
@@ -88,14 +88,14 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
                 Place::Evict(at) => {
                     let evicted = slots.swap_remove(at);
                     evicted.stream.shutdown(Shutdown::Both).ok();
-                    shared.health.closed(Closed::Evicted);
+                    shared.tally.closed(Closed::Evicted);
                 }
                 Place::Wait(then) if Instant::now() < until => {
                     slots = shared.table.wait_freed(slots, then.min(until));
                 }
                 Place::Wait(_) => {
                     drop(slots);
-                    shared.health.closed(Closed::Refused);
+                    shared.tally.closed(Closed::Refused);
                     connection::refuse(stream);
                     return;
                 }
