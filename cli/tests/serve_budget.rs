@@ -276,10 +276,22 @@ fn the_daemonsets_metrics_on_six_hardware_events_are_ten_series_a_pod() {
         }
         let exporter = Exporter::spawn(serve);
         assert_eq!(get(exporter.address, "/metrics", None).0, Some(200));
-        // The busy pods' loops run a while on the pods' counters.
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        let (status, text) = get(exporter.address, "/metrics", None);
-        assert_eq!(status, Some(200), "{text}");
+        // The busy pods' loops run a while on the pods' counters: half a second, longer
+        // (10 s at most) where a busy machine has not yet run them on the counted CPU.
+        let waited = std::time::Instant::now();
+        let text = loop {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let (status, text) = get(exporter.address, "/metrics", None);
+            assert_eq!(status, Some(200), "{text}");
+            let ran = text.lines().any(|l| {
+                l.starts_with("counterhal_event_enabled_seconds_total{")
+                    && l.contains("pod_uid=")
+                    && !l.ends_with(" 0")
+            });
+            if mode != "perf-events" || ran || waited.elapsed().as_secs() >= 10 {
+                break text;
+            }
+        };
         let by_pod = by_pod(&text);
         assert_eq!(by_pod.len(), pods, "{mode}: every pod followed: {text}");
         // The group of each hardware event: the leader's, or its own where it counts alone.
