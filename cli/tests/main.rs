@@ -34,6 +34,8 @@ mod serve_budget;
 #[cfg(feature = "serve")]
 mod serve_costs;
 #[cfg(feature = "serve")]
+mod serve_delivery;
+#[cfg(feature = "serve")]
 mod serve_examples;
 #[cfg(feature = "serve")]
 mod serve_follow;

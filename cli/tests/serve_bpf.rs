@@ -20,7 +20,8 @@ use counterhal_conformance::skip::Need;
 /// A `counterhal serve` in one cgroup mode, killed when dropped.
 pub struct Served {
     child: Child,
-    address: SocketAddr,
+    /// Where it serves.
+    pub address: SocketAddr,
     /// What it said on standard error after the line naming its address.
     said: Arc<Mutex<String>>,
 }

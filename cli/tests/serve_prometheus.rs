@@ -59,6 +59,18 @@ impl Prometheus {
     /// (scrape_configs' items, as YAML) scraped every second and the recording rules `rules`
     /// evaluated every second.
     pub fn start_with(release: Release, name: &str, jobs: &str, rules: &str) -> Prometheus {
+        Prometheus::start_with_args(release, name, jobs, rules, &[])
+    }
+
+    /// [`start_with`](Prometheus::start_with), with `args` added to its command line (a
+    /// feature flag: `--enable-feature=created-timestamp-zero-ingestion`).
+    pub fn start_with_args(
+        release: Release,
+        name: &str,
+        jobs: &str,
+        rules: &str,
+        args: &[&str],
+    ) -> Prometheus {
         let dir = counterhal_conformance::fixtures::temp_dir().join(format!(
             "counterhal-prometheus-{name}-{}-{}",
             release.tag(),
@@ -86,6 +98,7 @@ impl Prometheus {
             ))
             .arg(format!("--web.listen-address={address}"))
             .arg("--log.level=warn")
+            .args(args)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("log")).map_or(Stdio::null(), Stdio::from))
             .spawn()
@@ -838,6 +851,17 @@ fn the_scrape_as_prometheus_takes_it(release: Release, exporter: &Exporter) {
     );
     assert!(scrape.ends_with("# EOF\n"), "{scrape}");
     let served = sample_names(scrape);
+    // The text format's names: those of OpenMetrics less the `_created` lines, which it has
+    // not.
+    let (_, text) = get(target, "/metrics", None);
+    let served_as_text = sample_names(&text);
+    assert!(
+        served_as_text.iter().all(|name| served.contains(name))
+            && served
+                .iter()
+                .all(|name| served_as_text.contains(name) || name.ends_with("_created")),
+        "{served_as_text:?} {served:?}"
+    );
 
     let jobs: &[&str] = match release {
         Release::Sid => &["counterhal", "counterhal-text"],
@@ -869,13 +893,17 @@ fn the_scrape_as_prometheus_takes_it(release: Release, exporter: &Exporter) {
                 .filter(|name| name != "up" && !name.starts_with("scrape_"))
                 .collect()
         };
+        let served = match *job {
+            "counterhal-text" => &served_as_text,
+            _ => &served,
+        };
         let start = Instant::now();
-        while stored() != served && start.elapsed() < Duration::from_secs(30) {
+        while stored() != *served && start.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(250));
         }
         assert_eq!(
             stored(),
-            served,
+            *served,
             "{}'s job {job}: the names stored, and those served",
             release.name()
         );

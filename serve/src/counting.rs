@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use counterhal::{AnyGroup, Chosen, CpuList, EventSet, Group, OpenOptions, Reading};
 use counterhal_hal::BackendTarget;
@@ -24,6 +24,7 @@ use super::discovery::Watch;
 use super::events::{Exported, Plan, Refused, groups_among};
 use super::health::Health;
 use super::per_cgroup::Cgroups;
+use super::text_format::epoch_seconds;
 use crate::labels::kubelet_logs::KubeletLogs;
 use crate::labels::kubernetes::{Kubelet, Pod};
 use crate::labels::slurm::{Job, Slurmstepd};
@@ -79,6 +80,8 @@ pub struct Place {
     pub job: Option<Job>,
     /// Its CPU's socket and die (the labels of its series where they are per CPU).
     pub topology: CpuTopology,
+    /// When it began counting (seconds since the epoch): its series' `_created`.
+    pub created: f64,
     source: Source,
     /// Where its cgroup was removed (or no longer matches): when, and whether a scrape has
     /// exported it since.
@@ -614,6 +617,7 @@ impl Exporter {
             _ => false,
         };
         let job = self.slurm.job(cgroup);
+        let created = epoch_seconds(SystemTime::now());
         for (index, &cpu) in cpus.iter().enumerate() {
             let topology = self.topology(cpu);
             self.places.push(Place {
@@ -628,6 +632,7 @@ impl Exporter {
                 unnamed,
                 job: job.clone(),
                 topology,
+                created,
                 source: Source::Counter {
                     followed: usize::MAX,
                     cpu: index,
@@ -708,6 +713,7 @@ impl Exporter {
                 departed: None,
                 job: None,
                 topology: CpuTopology::default(),
+                created: epoch_seconds(SystemTime::now()),
                 source: Source::Set(Box::new(sets)),
             })
         }
@@ -789,6 +795,7 @@ impl Place {
             unnamed: false,
             job: slurm.job(cgroup),
             topology: CpuTopology::default(),
+            created: 0.0,
             source: Source::Counter {
                 followed: usize::MAX,
                 cpu: cpu as usize,

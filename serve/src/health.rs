@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::http::Tally;
-use crate::text_format::{Family, Format, Kind, Label, Number};
+use crate::text_format::{Family, Format, Kind, Label, Number, epoch_seconds};
 
 /// The exporter's counters, shared by the scrapes, the follower and the connections (atomics:
 /// no lock to count).
@@ -29,6 +29,8 @@ pub struct Health {
     read_failing: AtomicU64,
     /// What the transport counts.
     pub http: Arc<Tally>,
+    /// When its counts began (seconds since the epoch): their `_created`.
+    pub started: f64,
 }
 
 impl Health {
@@ -48,6 +50,7 @@ impl Health {
             counting: AtomicU64::new(0),
             read_failing: AtomicU64::new(0),
             http: Arc::default(),
+            started: epoch_seconds(std::time::SystemTime::now()),
         }
     }
 
@@ -177,7 +180,7 @@ impl Health {
             ),
         ];
         for (family, value) in counters {
-            family.single(out, format, Number::Int(value));
+            family.single(out, format, Number::Int(value), self.started);
         }
         let (matched, followed) = self.cgroups_now();
         let cgroups = [
@@ -226,7 +229,7 @@ impl Health {
             ),
         ];
         for (family, value) in cgroups {
-            family.single(out, format, Number::Int(value));
+            family.single(out, format, Number::Int(value), self.started);
         }
         let requests = Family::new(
             "counterhal_http_requests",
@@ -236,7 +239,7 @@ impl Health {
         requests.header(out, format);
         for (status, count) in self.http.requests() {
             let labels = [("code", Label::Int(u64::from(status)))];
-            requests.sample(out, &labels, Number::Int(count));
+            requests.counted(out, format, &labels, Number::Int(count), self.started);
         }
         let closed = Family::new(
             "counterhal_http_connections_closed",
@@ -246,7 +249,7 @@ impl Health {
         closed.header(out, format);
         for (why, count) in self.http.closed_counts() {
             let labels = [("reason", Label::Text(why.label()))];
-            closed.sample(out, &labels, Number::Int(count));
+            closed.counted(out, format, &labels, Number::Int(count), self.started);
         }
         let build = Family::new(
             "counterhal_build",

@@ -33,8 +33,9 @@ pub enum CgroupModeArg {
 /// cgroups matched too deep for it (`counterhal_cgroups_too_deep`), whether it settles a
 /// task's move between cgroups (`counterhal_cgroup_moves_settled`) and the context switches
 /// its program missed (`counterhal_cgroup_switches_missed_total`), and the times the kernel
-/// skipped each of its programs (`counterhal_bpf_recursion_misses_total`).
-pub fn write(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, too_deep: u64) {
+/// skipped each of its programs (`counterhal_bpf_recursion_misses_total`), those counters
+/// `created` when the exporter started.
+pub fn write(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, too_deep: u64, created: f64) {
     let mode = Family::new(
         "counterhal_cgroup_mode",
         Kind::Gauge,
@@ -77,8 +78,7 @@ pub fn write(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, too_deep: u64
          sched_switch, its recursion_misses): the counts of the time each spans went to the \
          next task's cgroups.",
     );
-    switches.header(out, format);
-    switches.sample(out, &[], Number::Int(missed));
+    switches.single(out, format, Number::Int(missed), created);
     let programs = cgroups.programs_skipped();
     if programs.is_empty() {
         return;
@@ -99,7 +99,7 @@ pub fn write(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, too_deep: u64
             ("program", Label::Text(program.name)),
             ("id", Label::Text(&id)),
         ];
-        skipped.sample(out, &labels, Number::Int(program.skipped));
+        skipped.counted(out, format, &labels, Number::Int(program.skipped), created);
     }
 }
 

@@ -95,7 +95,8 @@ pub(crate) fn write(
         super::events::write_refused(out, format, &exporter.refused);
         health.write(out, format);
         if let Some(cgroups) = &exporter.cgroups {
-            super::per_cgroup::write(out, format, cgroups, health.cgroups_too_deep());
+            let too_deep = health.cgroups_too_deep();
+            super::per_cgroup::write(out, format, cgroups, too_deep, health.started);
         }
         super::machine::write(out, format, &exporter.system);
     }
@@ -105,7 +106,8 @@ pub(crate) fn write(
         Kind::Gauge,
         "Time this scrape took to find, read and write the counters.",
     );
-    duration.single(out, format, Number::Float(start.elapsed().as_secs_f64()));
+    let took = Number::Float(start.elapsed().as_secs_f64());
+    duration.single(out, format, took, health.started);
     if format == Format::OpenMetrics {
         out.extend_from_slice(b"# EOF\n");
     }

@@ -196,10 +196,29 @@ impl Family {
         }
     }
 
-    /// The family with one sample, unlabelled: its header, then `value`.
-    pub(crate) fn single(&self, out: &mut Vec<u8>, format: Format, value: Number) {
+    /// The family with one sample, unlabelled: its header, then `value` (a counter's with
+    /// its `_created`, [`counted`](Family::counted)).
+    pub(crate) fn single(&self, out: &mut Vec<u8>, format: Format, value: Number, created: f64) {
         self.header(out, format);
-        self.sample(out, &[], value);
+        self.counted(out, format, &[], value, created);
+    }
+
+    /// One sample, and where the family is a counter written in OpenMetrics, its `_created`
+    /// sample with the same labels: `created`, when its counting began (seconds since the
+    /// epoch), so that Prometheus 3 knows where the series starts from zero. The text format
+    /// has no such sample.
+    pub(crate) fn counted(
+        &self,
+        out: &mut Vec<u8>,
+        format: Format,
+        labels: &[(&str, Label<'_>)],
+        value: Number,
+        created: f64,
+    ) {
+        let start = self.begin(out);
+        labels_into(out, labels);
+        let end = self.end(out, start, value);
+        self.created(out, format, start..end, created);
     }
 
     /// One sample: its name, labels and value. A label whose value is empty is left out, as
@@ -223,14 +242,35 @@ impl Family {
     }
 
     /// A sample's end: its labels, written since `start`, in braces (none without a label),
-    /// and its value.
-    pub(crate) fn end(&self, out: &mut Vec<u8>, start: usize, value: Number) {
+    /// and its value; where the labels (braces included) end.
+    pub(crate) fn end(&self, out: &mut Vec<u8>, start: usize, value: Number) -> usize {
         if out.len() > start {
             // The first label's comma opens the braces.
             out[start] = b'{';
             out.push(b'}');
         }
+        let end = out.len();
         value.write(out);
+        end
+    }
+
+    /// After a counter's sample, in OpenMetrics, its `_created` sample: the labels written
+    /// at `labels` (braces included) and `created` (seconds since the epoch); nothing for
+    /// another kind of family, or in the text format.
+    pub(crate) fn created(
+        &self,
+        out: &mut Vec<u8>,
+        format: Format,
+        labels: std::ops::Range<usize>,
+        created: f64,
+    ) {
+        if format != Format::OpenMetrics || self.kind != Kind::Counter {
+            return;
+        }
+        out.extend_from_slice(self.name.as_bytes());
+        out.extend_from_slice(b"_created");
+        out.extend_from_within(labels);
+        Number::Float(created).write(out);
     }
 }
 
@@ -250,6 +290,12 @@ pub(crate) fn labels_into(out: &mut Vec<u8>, labels: &[(&str, Label<'_>)]) {
         }
         out.push(b'"');
     }
+}
+
+/// The seconds since the epoch of `time` (a `_created` sample's value); 0 before it.
+pub(crate) fn epoch_seconds(time: std::time::SystemTime) -> f64 {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |since| since.as_secs_f64())
 }
 
 /// Nanoseconds as seconds.

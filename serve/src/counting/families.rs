@@ -124,19 +124,27 @@ fn series(
         Of::Event => &*events,
         Of::Group => &*groups,
     };
-    // A sample: the event's labels, those of `topology`, the cgroup's and the value.
-    let mut sample =
-        |out: &mut Vec<u8>, event: &[u8], topology: &[(&str, Label<'_>)], cgroup: &[u8], number| {
-            if !headed {
-                family.header(out, format);
-                headed = true;
-            }
-            let start = family.begin(out);
-            out.extend_from_slice(event);
-            labels_into(out, topology);
-            out.extend_from_slice(cgroup);
-            family.end(out, start, number);
-        };
+    // A sample: the event's labels, those of `topology`, the cgroup's and the value, and in
+    // OpenMetrics its `_created`: when the earliest of its places began counting.
+    let mut sample = |out: &mut Vec<u8>,
+                      event: &[u8],
+                      topology: &[(&str, Label<'_>)],
+                      cgroup: &[u8],
+                      (number, created): (Number, f64)| {
+        if !headed {
+            family.header(out, format);
+            headed = true;
+        }
+        let start = family.begin(out);
+        out.extend_from_slice(event);
+        labels_into(out, topology);
+        out.extend_from_slice(cgroup);
+        let end = family.end(out, start, number);
+        family.created(out, format, start..end, created);
+    };
+    let earliest = |places: &mut dyn Iterator<Item = &Place>| {
+        places.map(|p| p.created).fold(f64::INFINITY, f64::min)
+    };
     let places = &exporter.places;
     let mut at = 0;
     if exporter.aggregate != Aggregate::Cpu {
@@ -166,7 +174,8 @@ fn series(
                 };
                 let by = Some(exporter.aggregate);
                 let topology = topology_labels(place, by);
-                sample(out, events.get(column), &topology, &[], number);
+                let created = earliest(&mut members());
+                sample(out, events.get(column), &topology, &[], (number, created));
             }
         }
     }
@@ -191,6 +200,7 @@ fn series(
         if run.iter().any(|p| !p.read) {
             continue;
         }
+        let created = earliest(&mut run.iter());
         for (index, &column) in place.columns.iter().enumerate() {
             let event = &exporter.events[column];
             let reading = run.iter().fold(Reading::default(), |sum, p| {
@@ -210,7 +220,7 @@ fn series(
                 events.get(column),
                 topology,
                 cgroups.get(runs - 1),
-                number,
+                (number, created),
             );
         }
     }

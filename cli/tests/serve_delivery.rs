@@ -1,0 +1,168 @@
+//! A job's count reaches the person who asked for it: a job shorter than a scrape interval,
+//! made and removed between two scrapes, is found whole by PromQL's `increase()` where
+//! Prometheus ingests OpenMetrics' created timestamps.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::common::*;
+use crate::serve_bpf::{Served, WORK, cgroup_value, make_parent, run_in, sleeping_child};
+use crate::serve_examples::{repository, yaml_documents};
+use crate::serve_prometheus::{Prometheus, unix_now};
+use counterhal_conformance::fixtures::prometheus::Release;
+use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// Done when: a job of about a second (its cgroup made, a task's page faults, its cgroup
+/// removed), between two scrapes 10 s apart, is found whole by `increase()` in Prometheus 3.5
+/// with `created-timestamp-zero-ingestion`: its series' created timestamp (OpenMetrics'
+/// `_created`, when the exporter began counting the cgroup) is ingested as a 0 sample, so
+/// `increase()` over the job's one sample is its count. The same Prometheus without the
+/// feature, scraping the same exporter, finds no increase at all (one sample: no rate), which
+/// is what every release found before the exporter wrote `_created`. Where Prometheus does not
+/// read created timestamps (3.5 without the feature, 2.42), each `_created` line is a series
+/// of its own, which the shipped configuration's relabelling drops.
+///
+/// Oracle: Prometheus 3.5 (Debian sid's, the current-releases lab's) and 2.42 (Debian 12's),
+/// their stored samples and PromQL's `increase()`; the job's count as the exporter exported
+/// it.
+#[test]
+fn a_job_shorter_than_a_scrape_is_counted_whole_by_increase() {
+    let _alone = crate::common::bpf_alone();
+    let root = crate::unified_or_skip!();
+    tool_or_skip!(Release::Sid, "prometheus");
+    tool_or_skip!(Release::Debian12, "prometheus");
+    let parent = make_parent(&root, "serve-created");
+    let pattern = format!("^{}/", parent.name);
+    let served = Served::start(&["-e", "page-faults", "--cgroups", &pattern])
+        .expect("serve counting the cgroups");
+    let target = served.address;
+    // The shipped job's metric_relabel_configs (examples/prometheus/prometheus.yml), which
+    // drop the `_created` series where Prometheus does not read them as created timestamps.
+    let Some(shipped) = yaml_documents(&repository("examples/prometheus/prometheus.yml")) else {
+        skip!(
+            Need::Tools,
+            "PyYAML reads the shipped configuration (apt-get install python3-yaml)"
+        );
+    };
+    let relabel = &shipped[0]["scrape_configs"][0]["metric_relabel_configs"];
+    assert!(relabel.is_array(), "{shipped:?}");
+    let job = |name: &str, relabelled: bool| {
+        let mut job = serde_json::json!({
+            "job_name": name,
+            "scrape_interval": "10s",
+            "scrape_timeout": "5s",
+            "static_configs": [{ "targets": [target.to_string()] }],
+        });
+        if relabelled {
+            job["metric_relabel_configs"] = relabel.clone();
+        }
+        format!("  - {job}\n")
+    };
+    let ingesting = Prometheus::start_with_args(
+        Release::Sid,
+        "created",
+        &job("created", true),
+        "",
+        &["--enable-feature=created-timestamp-zero-ingestion"],
+    );
+    let plain = Prometheus::start_with(Release::Sid, "plain", &job("plain", true), "");
+    let bare = Prometheus::start_with(Release::Sid, "bare", &job("bare", false), "");
+    let older = Prometheus::start_with(Release::Debian12, "older", &job("older", true), "");
+    let all = [&ingesting, &plain, &bare, &older];
+    // Each has scraped once before the job.
+    let waited = std::time::Instant::now();
+    while all.iter().any(|p| p.query("up == 1").is_empty()) {
+        let health: Vec<String> = all.iter().map(|p| p.health()).collect();
+        assert!(waited.elapsed() < Duration::from_secs(30), "{health:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let cgroup = parent.path.join("job");
+    std::fs::create_dir(&cgroup).expect("the job's cgroup");
+    let mut work = Command::new("sh")
+        .args(["-c", WORK])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the job's work");
+    let shell = sleeping_child(work.id(), true);
+    run_in(&cgroup, shell, work.stdin.take().expect("its input"));
+    assert!(work.wait().expect("the work ends").success());
+    let removed = std::time::Instant::now();
+    while std::fs::remove_dir(&cgroup).is_err() && removed.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let label = format!("/{}/job", parent.name);
+    let count = cgroup_value(
+        &served.scrape(),
+        "counterhal_event_total",
+        "page-faults",
+        &label,
+    )
+    .expect("the job's count, kept after its cgroup went");
+    assert!(count > 100.0, "the job counted {count} page faults");
+    let series = format!("counterhal_event_total{{cgroup=\"{label}\",event=\"page-faults\"}}");
+    // Each Prometheus has scraped the job's one sample (the next scrape, 10 s at most).
+    let stored = |prometheus: &Prometheus| {
+        prometheus
+            .query(&format!("max_over_time({series}[5m])"))
+            .first()
+            .map(|(_, value)| *value)
+    };
+    let waited = std::time::Instant::now();
+    while stored(&ingesting).is_none() || stored(&plain).is_none() {
+        let health: Vec<String> = all.iter().map(|p| p.health()).collect();
+        assert!(waited.elapsed() < Duration::from_secs(30), "{health:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(stored(&ingesting), Some(count));
+    assert_eq!(stored(&plain), Some(count));
+    // increase() at the sample's own time (no extrapolation past it).
+    let at = ingesting
+        .query(&format!("timestamp({series})"))
+        .first()
+        .map_or_else(unix_now, |(_, time)| *time);
+    let increase = |prometheus: &Prometheus| {
+        prometheus
+            .query_at(&format!("increase({series}[5m])"), Some(at))
+            .unwrap_or_default()
+            .first()
+            .map(|(_, value)| *value)
+    };
+    let (created, without) = (increase(&ingesting), increase(&plain));
+    eprintln!(
+        "a job of {count} page faults: increase() {created:?} with created timestamps, \
+         {without:?} without"
+    );
+    assert!(
+        created.is_some_and(|found| (found - count).abs() <= 0.01 * count),
+        "with created timestamps: increase() {created:?} of {count}"
+    );
+    assert!(
+        without.is_none_or(|found| found == 0.0),
+        "without: increase() {without:?}"
+    );
+    // `_created` lines are no series where created timestamps are read, and where the
+    // shipped relabelling drops them; elsewhere (the bare job) each counter has one more.
+    let created_series = |prometheus: &Prometheus| {
+        let found = prometheus.query("count({__name__=~\".+_created\"})");
+        found.first().map_or(0.0, |(_, n)| *n)
+    };
+    for prometheus in [&ingesting, &plain, &older] {
+        assert_eq!(created_series(prometheus), 0.0, "{}", prometheus.health());
+    }
+    let counters = bare.query("count({__name__=~\"counterhal_.+_total\"})");
+    let counters = counters.first().map_or(0.0, |(_, n)| *n);
+    eprintln!(
+        "without created timestamps or the relabelling: {} `_created` series beside {counters} \
+         counter series",
+        created_series(&bare)
+    );
+    assert!(
+        created_series(&bare) > 0.0 && created_series(&bare) <= counters,
+        "{}",
+        bare.health()
+    );
+    drop(parent);
+}
