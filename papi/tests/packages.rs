@@ -11,6 +11,8 @@
 //! `current.rs` judges the build tree's library); the roots' gcc and pkg-config (pkgconf);
 //! lintian 2.116 (Debian 12's).
 
+mod service;
+
 use crate::current::{PAPI_7_1, PAPI_7_2, Release, in_root_over, stage_papi_tests};
 
 use counterhal_conformance::skip;
