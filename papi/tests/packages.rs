@@ -4,7 +4,8 @@
 //! never written), where the command counts, a C program finds the C API with pkg-config,
 //! PAPI's own tests of the root's release run on the drop-in as the lab runs them on the build
 //! tree's library, and purging the packages leaves the root as it was; and lintian's verdict
-//! on them, every tag it leaves a decision written in dist/debian/README.md.
+//! on them, every tag it leaves a decision written in dist/debian/README.md. The counterhal
+//! package's service, under a systemd that runs, is `service`'s.
 //!
 //! Oracles: dpkg of Debian 13 and sid; Debian 13's PAPI 7.1.0 and sid's 7.2.0 with their
 //! papi-examples (their own ctests, judged against `ctests/expected-7.1.txt` and `-7.2.txt` as
