@@ -166,3 +166,100 @@ fn a_job_shorter_than_a_scrape_is_counted_whole_by_increase() {
     );
     drop(parent);
 }
+
+/// How long the HA test keeps a removed cgroup after its first scrape (`--departed-for`).
+const DEPARTED_FOR: Duration = Duration::from_secs(20);
+
+/// Done when: a finished job's count reaches every Prometheus that comes back in time. A job of
+/// about a second ends with no Prometheus scraping; one started 12 s later (down across the
+/// job's end, however long: the count waits for a scrape) finds its whole count; a second,
+/// started 2 s after the first read it (an HA twin back from a restart, within
+/// `--departed-for 20s`), finds it too; a third, started after `--departed-for` has passed,
+/// finds no series of it (the count is let go, as the option says).
+///
+/// Oracle: Prometheus 3.5 (Debian sid's, the current-releases lab's), its stored samples
+/// (`max_over_time`); the job's count as the exporter exported it.
+#[test]
+fn a_finished_job_reaches_each_prometheus_back_within_departed_for() {
+    let _alone = crate::common::bpf_alone();
+    let root = crate::unified_or_skip!();
+    tool_or_skip!(Release::Sid, "prometheus");
+    let parent = make_parent(&root, "serve-departed");
+    let pattern = format!("^{}/", parent.name);
+    let keep = format!("{}s", DEPARTED_FOR.as_secs());
+    let served = Served::start(&[
+        "-e",
+        "page-faults",
+        "--cgroups",
+        &pattern,
+        "--departed-for",
+        &keep,
+    ])
+    .expect("serve counting the cgroups");
+    let cgroup = parent.path.join("job");
+    std::fs::create_dir(&cgroup).expect("the job's cgroup");
+    let mut work = Command::new("sh")
+        .args(["-c", WORK])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the job's work");
+    let shell = sleeping_child(work.id(), true);
+    run_in(&cgroup, shell, work.stdin.take().expect("its input"));
+    assert!(work.wait().expect("the work ends").success());
+    let removed = std::time::Instant::now();
+    while std::fs::remove_dir(&cgroup).is_err() && removed.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!cgroup.exists(), "the job's cgroup was not removed");
+    std::thread::sleep(Duration::from_secs(12));
+    let label = format!("/{}/job", parent.name);
+    let series = format!("counterhal_event_total{{cgroup=\"{label}\",event=\"page-faults\"}}");
+    let target = served.address;
+    let start = |name: &str| {
+        let job =
+            format!("  - job_name: {name}\n    static_configs:\n      - targets: ['{target}']\n");
+        Prometheus::start_with(Release::Sid, name, &job, "")
+    };
+    // The job's count as a Prometheus stored it, once it has scraped twice (10 s at most).
+    let found = |prometheus: &Prometheus| {
+        let waited = std::time::Instant::now();
+        while prometheus.query("count_over_time(up[1m]) >= 2").is_empty() {
+            assert!(
+                waited.elapsed() < Duration::from_secs(10),
+                "{}",
+                prometheus.health()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        prometheus
+            .query(&format!("max_over_time({series}[5m])"))
+            .first()
+            .map(|(_, value)| *value)
+    };
+    let first = start("first");
+    let count = found(&first);
+    let first_read = std::time::Instant::now();
+    assert!(
+        count.is_some_and(|n| n > 100.0),
+        "12 s after the job's end, a Prometheus found {count:?}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let twin = start("twin");
+    assert_eq!(
+        found(&twin),
+        count,
+        "an HA twin back 2 s after the first read"
+    );
+    std::thread::sleep(
+        (DEPARTED_FOR + Duration::from_secs(3)).saturating_sub(first_read.elapsed()),
+    );
+    let late = start("late");
+    assert_eq!(
+        found(&late),
+        None,
+        "a Prometheus back after --departed-for {keep}"
+    );
+    eprintln!("a job of {count:?} page faults: found 12 s after its end, and by a twin 2 s later");
+    drop(parent);
+}

@@ -373,7 +373,7 @@ echo "$i"
 /// A user churning cgroups of fresh names in a delegated subtree, with no scrape, holds none
 /// of the exporter's descriptors or BPF map slots, and a cgroup root makes meanwhile is
 /// counted: each removed cgroup is read once and its counters closed at once, its last counts
-/// kept as data (at most `--max-cgroups` of them, the oldest let go and counted). Before, a
+/// kept as data (at most `--departed-max` of them, the oldest let go and counted). Before, a
 /// removed cgroup kept its counters until a scrape and a minute after it: with
 /// `--max-cgroups 16`, the perf-event mode held 2 descriptors per removed cgroup on 2 CPUs
 /// (hundreds after a few seconds), and in the BPF mode the removed held the map's 16 slots,
@@ -398,6 +398,8 @@ fn churn_beside_a_live_cgroup(root: &Path, mode: &str) {
         "--cgroup-mode",
         mode,
         "--max-cgroups",
+        "16",
+        "--departed-max",
         "16",
         "--cgroups",
         pattern.as_str(),

@@ -89,12 +89,15 @@ pub struct Place {
 }
 
 /// A followed cgroup removed (or no longer matched): its counters were read a last time and
-/// closed, and its places keep those readings until a scrape has exported them and
-/// [`LINGER`] has passed (a short job's whole count).
+/// closed, and its place keeps those readings until a scrape has exported them and
+/// [`Exporter::departed_for`] has passed since (a short job's whole count, for each
+/// Prometheus of an HA pair).
 #[derive(Clone, Copy, Debug)]
 struct Departure {
+    /// When it departed.
     since: Instant,
-    seen: bool,
+    /// When a scrape first exported it.
+    seen: Option<Instant>,
 }
 
 /// Where a place's readings come from.
@@ -142,9 +145,14 @@ enum Followed {
     Refused,
 }
 
-/// The least time a removed cgroup's last counts stay exported: beside the scrape that
-/// first sees them, another Prometheus of an HA pair (scraping as often) sees them too.
-const LINGER: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a removed cgroup's last counts stay exported after a scrape first reads them,
+/// where `--departed-for` does not say (docs/serve.md, "Counting cgroups"): a Prometheus of
+/// an HA pair restarted (or rolled out) for up to this long, less its scrape interval, still
+/// reads them when it is back.
+pub const DEPARTED_FOR: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The most removed cgroups kept, where `--departed-max` does not say.
+pub const DEPARTED_MAX: usize = 1024;
 
 /// The exporter's state: the backend, the events, the places, and what it follows.
 pub struct Exporter {
@@ -195,9 +203,12 @@ pub struct Exporter {
     settled: Option<(CpuList, Vec<Arc<str>>)>,
     /// The walk of the cgroups whose parents the counter adopts the new children of.
     adopted_at: u64,
-    /// The most departed cgroups whose last readings are kept (`--max-cgroups`: as many as
-    /// are followed); past it the oldest are let go.
-    departed_most: usize,
+    /// `--departed-max`: the most departed cgroups whose last readings are kept; past it the
+    /// oldest are let go.
+    pub departed_most: usize,
+    /// `--departed-for`: how long a departed cgroup's last readings stay after a scrape first
+    /// exported them.
+    pub departed_for: std::time::Duration,
     /// The cgroups matched whose following the counter refused for want of room (the BPF
     /// mode's map full), each counted as dropped once.
     refused_cgroups: HashSet<Arc<str>>,
@@ -221,7 +232,6 @@ impl Exporter {
         budget: Budget,
         cgroups: Option<Cgroups>,
     ) -> Exporter {
-        let watch_max = watch.max();
         Exporter {
             backend,
             events: plan.exported,
@@ -244,7 +254,8 @@ impl Exporter {
             topologies: HashMap::new(),
             settled: None,
             adopted_at: 0,
-            departed_most: watch_max,
+            departed_most: DEPARTED_MAX,
+            departed_for: DEPARTED_FOR,
             refused_cgroups: HashSet::new(),
         }
     }
@@ -325,7 +336,7 @@ impl Exporter {
             place
                 .departed
                 .as_ref()
-                .is_none_or(|d| !d.seen || d.since.elapsed() < LINGER)
+                .is_none_or(|d| d.seen.is_none_or(|seen| seen.elapsed() < self.departed_for))
         });
         if self.places.len() != before {
             // Their counters are let go below.
@@ -460,7 +471,7 @@ impl Exporter {
 
     /// Reads the cgroups followed and no longer `wanted` (removed, or no longer matched) a
     /// last time and keeps those readings in their places, departed: their counters are let
-    /// go by the caller, and the readings wait for a scrape (and [`LINGER`]). Past
+    /// go by the caller, and the readings wait for a scrape (and `departed_for`). Past
     /// `departed_most` departed cgroups, the oldest are let go, counted in `health` where no
     /// scrape had read them.
     fn depart(&mut self, wanted: &HashSet<&str>, health: &Health) {
@@ -492,10 +503,45 @@ impl Exporter {
                     }
                 }
                 place.source = Source::Kept;
-                place.departed = Some(Departure { since, seen: false });
+                place.departed = Some(Departure { since, seen: None });
+            }
+            if !self.per_cpu {
+                self.sum_departed();
             }
         }
         self.keep_departed_within_bound(health);
+    }
+
+    /// Keeps one place of each departed cgroup, its CPUs' readings summed (the series written
+    /// of it are the sum): what a departed cgroup holds does not grow with the CPUs.
+    fn sum_departed(&mut self) {
+        let mut at = 0;
+        while at < self.places.len() {
+            let place = &self.places[at];
+            let run = match (&place.departed, &place.at.cgroup) {
+                (Some(_), Some(cgroup)) => self.places[at..]
+                    .iter()
+                    .take_while(|p| p.departed.is_some() && p.at.cgroup.as_ref() == Some(cgroup))
+                    .count(),
+                _ => 1,
+            };
+            if run > 1 {
+                let summed: Vec<Place> = self.places.drain(at + 1..at + run).collect();
+                let first = &mut self.places[at];
+                first.read &= summed.iter().all(|p| p.read);
+                first.created = summed.iter().fold(first.created, |c, p| c.min(p.created));
+                for other in &summed {
+                    for (sum, one) in first.readings.iter_mut().zip(&other.readings) {
+                        *sum = Reading::new(
+                            sum.value.saturating_add(one.value),
+                            sum.time_enabled.saturating_add(one.time_enabled),
+                            sum.time_running.saturating_add(one.time_running),
+                        );
+                    }
+                }
+            }
+            at += 1;
+        }
     }
 
     /// Lets go the oldest departed cgroups past `departed_most`, counting in `health` those
@@ -507,7 +553,7 @@ impl Exporter {
             if let (Some(departure), Some(cgroup)) = (&place.departed, &place.at.cgroup)
                 && seen_cgroups.insert(cgroup.clone())
             {
-                departed.push((departure.since, departure.seen, cgroup.clone()));
+                departed.push((departure.since, departure.seen.is_some(), cgroup.clone()));
             }
         }
         if departed.len() <= self.departed_most {
@@ -735,8 +781,9 @@ impl Exporter {
     pub fn read_all(&mut self, health: &Health) {
         self.follow(health);
         // The removed cgroups' last counts: this scrape exports them.
+        let now = Instant::now();
         for departed in self.places.iter_mut().filter_map(|p| p.departed.as_mut()) {
-            departed.seen = true;
+            departed.seen.get_or_insert(now);
         }
         for place in &mut self.places {
             if let Source::Set(set) = &mut place.source {

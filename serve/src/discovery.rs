@@ -218,11 +218,6 @@ impl Watch {
         })
     }
 
-    /// The most cgroups followed at once (`--max-cgroups`).
-    pub fn max(&self) -> usize {
-        self.max
-    }
-
     /// Whether any cgroup is followed (`--cgroups` or `--cgroup-depth` given).
     pub fn follows(&self) -> bool {
         self.root.is_some()

@@ -83,7 +83,7 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 /// The usage line of `serve`'s errors.
 const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
-[--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] \
+[--departed-for DURATION] [--departed-max N] [--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] \
 [--kubelet-logs DIR [--kubelet-log-labels LABEL[,LABEL]]] \
 [--slurm-cgroup-slice SLICE] [--cpus LIST] [--per-cpu] [--per-socket|--per-die] \
 [--times multiplexed|always] \
@@ -159,6 +159,16 @@ pub struct ServeArgs {
     /// by counterhal_cgroups_dropped_total.
     #[arg(long = "max-cgroups", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(0..=4096))]
     pub max_cgroups: u32,
+    /// How long a removed cgroup's last counts stay exported after a scrape first reads
+    /// them, a Prometheus duration (30s, 10m, 1h): long enough for the other Prometheus of an
+    /// HA pair, restarted or rolled out meanwhile, to read them when it is back.
+    #[arg(long = "departed-for", value_name = "DURATION", default_value = "10m", value_parser = departed_for)]
+    pub departed_for: Duration,
+    /// The most removed cgroups whose last counts are kept for a scrape; past it the oldest
+    /// are let go, counted by counterhal_cgroups_departed_evicted_total where no scrape had
+    /// read them (each holds one reading per event, about 100 bytes and its labels).
+    #[arg(long = "departed-max", value_name = "N", default_value_t = counting::DEPARTED_MAX, value_parser = clap::value_parser!(usize))]
+    pub departed_max: usize,
     /// How the cgroups are counted: bpf (each event once per CPU, summed per cgroup by a BPF
     /// program at every context switch: no descriptor per cgroup; needs Linux 5.10, cgroup
     /// v2, CAP_BPF and CAP_PERFMON or root), perf-events (one perf event per event, CPU and
@@ -268,6 +278,12 @@ fn promql_duration(text: &str) -> Result<String, String> {
         Ok(_) => Err(format!("`{text}` is no time: {range}")),
         Err(e) => Err(format!("{e}; {range}")),
     }
+}
+
+/// `--departed-for`: a Prometheus duration, 0 included (a removed cgroup's last counts
+/// exported by one scrape alone).
+fn departed_for(text: &str) -> Result<Duration, String> {
+    http::web::duration(text).map_err(|e| format!("{e}: a Prometheus duration (30s, 10m, 1h)"))
 }
 
 /// A list of CPUs (`0-3,8`), at least one.
@@ -457,6 +473,8 @@ pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
     let budget = budget::Budget::new(limit, args.max_connections as usize);
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget, cgroups);
     exporter.per_cpu = args.per_cpu;
+    exporter.departed_for = args.departed_for;
+    exporter.departed_most = args.departed_max;
     exporter.aggregate = match (args.per_socket, args.per_die) {
         (true, _) => counting::Aggregate::Socket,
         (_, true) => counting::Aggregate::Die,
