@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// it out: one counter following any number of cgroups, read per cgroup and CPU.
 pub use counterhal_hal::{
     BoxedCgroupCounter, CgroupCounter, CgroupCounterOptions, CgroupCounts, CgroupMode,
-    CgroupModeChoice, ProgramSkips,
+    CgroupModeChoice, EventLeftOut, ProgramSkips,
 };
 use counterhal_hal::{Error, ErrorKind, Result};
 use counterhal_system::System;

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{EventRequest, Reading, Result};
+use crate::{Error, EventRequest, Reading, Result};
 
 /// Which mode to count in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,6 +125,31 @@ pub struct CgroupCounts {
     pub total: Vec<Reading>,
     /// Each CPU's (in the order of [`CgroupCounter::cpus`]) counts of each event.
     pub per_cpu: Vec<Vec<Reading>>,
+    /// The events not counted on some of the cgroup's CPUs, which did not open for it there
+    /// (in the perf-event mode: no counter left for them, as a hardware breakpoint finds no
+    /// free debug register); each reads as never run there (value, time enabled and time
+    /// running 0). Set when the cgroup is followed; empty in the BPF mode.
+    pub left_out: Vec<EventLeftOut>,
+}
+
+/// An event a followed cgroup is not counted for on some of its CPUs, and why
+/// ([`CgroupCounts::left_out`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EventLeftOut {
+    /// The event: its index in [`CgroupCounter::event_names`].
+    pub event: usize,
+    /// The CPUs it is not counted on: indices into [`CgroupCounter::cpus`].
+    pub cpus: Vec<usize>,
+    /// Why it did not open, on the first of them.
+    pub error: Error,
+}
+
+impl EventLeftOut {
+    /// `event`, not counted on the CPUs `cpus` for `error`.
+    pub fn new(event: usize, cpus: Vec<usize>, error: Error) -> Self {
+        EventLeftOut { event, cpus, error }
+    }
 }
 
 impl CgroupCounts {
@@ -135,6 +160,7 @@ impl CgroupCounts {
             path,
             total: zeroes.clone(),
             per_cpu: vec![zeroes; cpus],
+            left_out: Vec::new(),
         }
     }
 }
@@ -164,7 +190,13 @@ pub trait CgroupCounter {
     /// [`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached) in the BPF mode where
     /// [`CgroupCounterOptions::capacity`] cgroups are followed; in the perf-event mode, as
     /// [`Backend::open`](crate::Backend::open) on a
-    /// [`BackendTarget::Cgroup`](crate::BackendTarget::Cgroup).
+    /// [`BackendTarget::Cgroup`](crate::BackendTarget::Cgroup), where none of the events
+    /// opens for the cgroup or the cgroup itself is refused. An event that alone does not open
+    /// for it ([`ErrorKind::NoCounterAvailable`](crate::ErrorKind::NoCounterAvailable), or
+    /// [`ErrorKind::InvalidEvent`](crate::ErrorKind::InvalidEvent): the kernel refusing it
+    /// there) is no error: it is left out on the CPUs where it does not
+    /// ([`CgroupCounts::left_out`]) and the others count. A group that does not open so
+    /// counts its events alone for that cgroup, as perf's weak groups (`{a,b}:W`) do.
     fn follow(&mut self, cgroup: &Path) -> Result<()>;
 
     /// Stops reading `cgroup` and lets its counters go (the BPF mode forgets its sums).

@@ -57,7 +57,7 @@ pub use backend::{
 pub use capabilities::{Capabilities, Scope, TargetSupport};
 pub use cgroups::{
     BoxedCgroupCounter, CgroupCapability, CgroupCounter, CgroupCounterOptions, CgroupCounts,
-    CgroupMode, CgroupModeChoice, ProgramSkips,
+    CgroupMode, CgroupModeChoice, EventLeftOut, ProgramSkips,
 };
 pub use cpus::CpuList;
 pub use domain::Domain;

@@ -13,6 +13,10 @@
 //!   perf_event controller is bound), and CAP_BPF with CAP_PERFMON (or root).
 //! - **perf events** ([`CgroupMode::PerfEvents`], `perf stat -G`): one perf event per event,
 //!   CPU and followed cgroup (`PERF_FLAG_PID_CGROUP`), opened when the cgroup is followed.
+//!   What can count for a cgroup does: a group that does not open for it is opened event by
+//!   event, as perf's weak groups are, and an event that does not open alone (no counter
+//!   left: every debug register taken, for a hardware breakpoint) is left out on that CPU,
+//!   said in [`CgroupCounts::left_out`].
 //!
 //! [`CgroupModeChoice::Auto`] takes BPF where the kernel and this process's privileges allow
 //! it, and perf events elsewhere, saying why ([`CgroupMode::PerfEvents::why_not_bpf`]).
@@ -39,15 +43,15 @@ use std::path::{Path, PathBuf};
 
 use counterhal_hal::{
     Backend, BackendTarget, BoxedCgroupCounter, CgroupCapability, CgroupCounter,
-    CgroupCounterOptions, CgroupCounts, CgroupMode, CgroupModeChoice, Error, EventRequest, Group,
-    OpenOptions, ProgramSkips, Reading, Result,
+    CgroupCounterOptions, CgroupCounts, CgroupMode, CgroupModeChoice, Error, EventLeftOut,
+    EventRequest, Group, OpenOptions, ProgramSkips, Reading, Result,
 };
 
 use crate::backend::LinuxBackend;
 use crate::group::LinuxGroup;
 use bpf_mode::{BpfCounting, add};
 pub use program::{MAX_EVENTS, MAX_LEVELS};
-use sets::Sets;
+use sets::{Members, Sets};
 
 /// What the counter keeps of one followed cgroup beside its counts.
 struct Kept {
@@ -57,9 +61,13 @@ struct Kept {
     level: usize,
     /// `total` at the read before: where it stands still, the directory is looked at again.
     last_total: Vec<Reading>,
-    /// The perf-event mode's sets: each CPU's, in the order of [`Sets::iter`].
-    groups: Vec<LinuxGroup>,
+    /// The perf-event mode's sets opened: each CPU's, each with its events.
+    opened: Vec<Vec<(Members, LinuxGroup)>>,
 }
+
+/// What [`LinuxCgroupCounter::start`] opened for a cgroup: each CPU's sets, and the events
+/// left out on some CPUs.
+type Started = (Vec<Vec<(Members, LinuxGroup)>>, Vec<EventLeftOut>);
 
 enum Counting {
     Bpf(Box<BpfCounting>),
@@ -194,7 +202,9 @@ impl LinuxCgroupCounter {
     /// ([`CgroupCounter::deepest_level`]);
     /// [`ErrorKind::LimitReached`](counterhal_hal::ErrorKind::LimitReached) in the BPF mode
     /// where [`CgroupCounterOptions::capacity`] cgroups are followed; in the perf-event mode,
-    /// as [`Backend::open`] on a [`BackendTarget::Cgroup`].
+    /// as [`Backend::open`] on a [`BackendTarget::Cgroup`] where the cgroup is refused or no
+    /// event opens for it. An event that alone does not open for it is left out where it does
+    /// not ([`CgroupCounts::left_out`]), and the others count.
     pub fn follow(&mut self, cgroup: &Path) -> Result<()> {
         let id = cgroup_id(cgroup)?;
         let at = self.followed.iter().position(|c| c.path == cgroup);
@@ -219,18 +229,17 @@ impl LinuxCgroupCounter {
                         "follow fewer cgroups, or open the counter with a larger capacity",
                     ));
                 }
-                let groups = self.start(cgroup, id)?;
+                let (opened, left_out) = self.start(cgroup, id)?;
                 let zeroes = vec![Reading::default(); self.events.len()];
-                self.followed.push(CgroupCounts::zero(
-                    cgroup.to_path_buf(),
-                    self.events.len(),
-                    self.cpus.len(),
-                ));
+                let mut counts =
+                    CgroupCounts::zero(cgroup.to_path_buf(), self.events.len(), self.cpus.len());
+                counts.left_out = left_out;
+                self.followed.push(counts);
                 self.kept.push(Kept {
                     id,
                     level,
                     last_total: zeroes,
-                    groups,
+                    opened,
                 });
                 self.visit_levels();
                 Ok(())
@@ -239,30 +248,49 @@ impl LinuxCgroupCounter {
     }
 
     /// Starts counting cgroup `id` at `cgroup`: in the BPF mode, its place in the program's
-    /// map; in the perf-event mode, its sets, one per CPU (returned).
-    fn start(&mut self, cgroup: &Path, id: u64) -> Result<Vec<LinuxGroup>> {
-        let mut groups = Vec::new();
-        match &mut self.counting {
-            Counting::Bpf(bpf) => bpf.insert(id)?,
-            Counting::PerfEvents => {
-                for &cpu in &self.cpus {
-                    let target = BackendTarget::Cgroup {
-                        path: cgroup.into(),
-                        cpu,
-                    };
-                    for (events, grouped) in self.sets.iter() {
-                        let mut options = OpenOptions::default();
-                        options.grouped = grouped;
-                        let requests: Vec<EventRequest> =
-                            events.iter().map(|&e| self.events[e].clone()).collect();
-                        let mut group = self.backend.open(&requests, &target, &options)?;
-                        group.enable()?;
-                        groups.push(group);
-                    }
+    /// map; in the perf-event mode, its sets on each CPU, and the events left out where they
+    /// do not open for it ([`Sets::open`]: a group that does not open counts its events
+    /// alone), returned.
+    ///
+    /// # Errors
+    /// As [`Sets::open`]; in the perf-event mode, the first event's error where no event
+    /// opens on any CPU (nothing would count).
+    fn start(&mut self, cgroup: &Path, id: u64) -> Result<Started> {
+        if let Counting::Bpf(bpf) = &mut self.counting {
+            bpf.insert(id)?;
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let mut opened = Vec::with_capacity(self.cpus.len());
+        let mut left_out: Vec<EventLeftOut> = Vec::new();
+        for (at, &cpu) in self.cpus.iter().enumerate() {
+            let target = BackendTarget::Cgroup {
+                path: cgroup.into(),
+                cpu,
+            };
+            let on_cpu = self.sets.open(|events, grouped| {
+                let mut options = OpenOptions::default();
+                options.grouped = grouped;
+                let requests: Vec<EventRequest> =
+                    events.iter().map(|&e| self.events[e].clone()).collect();
+                let mut group = self.backend.open(&requests, &target, &options)?;
+                group.enable()?;
+                Ok(group)
+            })?;
+            for (event, error) in on_cpu.left_out {
+                match left_out.iter_mut().find(|l| l.event == event) {
+                    Some(known) => known.cpus.push(at),
+                    None => left_out.push(EventLeftOut::new(event, vec![at], error)),
                 }
             }
+            opened.push(on_cpu.opened);
         }
-        Ok(groups)
+        if opened.iter().all(Vec::is_empty)
+            && let Some(first) = left_out.first()
+        {
+            return Err(first.error.clone());
+        }
+        left_out.sort_by_key(|l| l.event);
+        Ok((opened, left_out))
     }
 
     /// Follows cgroup `id`, the directory of the `at`th followed cgroup now, in its place,
@@ -282,10 +310,11 @@ impl LinuxCgroupCounter {
             bpf.remove(old);
         }
         let path = self.followed[at].path.clone();
-        let groups = self.start(&path, id)?;
+        let (opened, left_out) = self.start(&path, id)?;
         let (counts, kept) = (&mut self.followed[at], &mut self.kept[at]);
         kept.id = id;
-        kept.groups = groups;
+        kept.opened = opened;
+        counts.left_out = left_out;
         for reading in counts
             .total
             .iter_mut()
@@ -427,10 +456,9 @@ impl LinuxCgroupCounter {
                         .total
                         .iter_mut()
                         .for_each(|r| *r = Reading::default());
-                    let per_cpu = kept.groups.chunks_mut(self.sets.len().max(1));
-                    for (sets, row) in per_cpu.zip(&mut counts.per_cpu) {
+                    for (opened, row) in kept.opened.iter_mut().zip(&mut counts.per_cpu) {
                         self.sets
-                            .read(sets, row, &mut self.scratch)
+                            .read(opened, row, &mut self.scratch)
                             .map_err(|e| e.context(format!("cgroup {shown}")))?;
                         add(&mut counts.total, row);
                     }
