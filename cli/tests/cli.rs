@@ -539,6 +539,8 @@ fn help_documents_exit_codes() {
 
 #[test]
 fn check_writes_a_json_report() {
+    // The suite opens breakpoints (exact counts, the slots a thread holds).
+    let _slots = breakpoint_slots_alone();
     let dir = counterhal_conformance::fixtures::temp_dir()
         .join(format!("counterhal-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -603,6 +605,7 @@ fn build_marker_program(dir: &std::path::Path) -> Option<(std::path::PathBuf, u6
 #[test]
 fn stat_counts_an_execute_breakpoint_exactly_as_perf_does() {
     linux_or_skip!();
+    let _slots = breakpoint_slots_alone();
     let dir = counterhal_conformance::fixtures::temp_dir()
         .join(format!("counterhal-bp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -46,6 +46,8 @@ mod serve_image;
 #[cfg(feature = "serve")]
 mod serve_kubernetes;
 #[cfg(feature = "serve")]
+mod serve_left_out;
+#[cfg(feature = "serve")]
 mod serve_logs;
 #[cfg(feature = "serve")]
 mod serve_ops;

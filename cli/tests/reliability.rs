@@ -427,6 +427,8 @@ fn permission_limits_are_never_claimed_or_failed() {
             "unprivileged claims {claimed}, root {root}"
         );
     }
+    // The suite opens breakpoints (exact counts, the slots a thread holds).
+    let _slots = breakpoint_slots_alone();
     let out = run_as(unprivileged().unwrap(), &["check", "--backend", "linux"]);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));

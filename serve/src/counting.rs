@@ -69,6 +69,9 @@ pub struct Place {
     pub columns: Vec<usize>,
     /// The last readings, one per column.
     pub readings: Vec<Reading>,
+    /// The positions among `columns` of the events not counted here, which did not open for
+    /// a cgroup on this CPU (as of the last read; see [`Place::counts`]).
+    left_out: Vec<usize>,
     /// Whether the last read succeeded (a place whose read failed is left out of the scrape).
     pub read: bool,
     /// The pod (and container) whose cgroup this is, if any: its labels.
@@ -86,6 +89,14 @@ pub struct Place {
     /// Where its cgroup was removed (or no longer matches): when, and whether a scrape has
     /// exported it since.
     departed: Option<Departure>,
+}
+
+impl Place {
+    /// Whether the event at `index` among its columns counts here: every event of a CPU's
+    /// set, and each of a cgroup's that opened for it on this CPU.
+    pub fn counts(&self, index: usize) -> bool {
+        !self.left_out.contains(&index)
+    }
 }
 
 /// A followed cgroup removed (or no longer matched): its counters were read a last time and
@@ -495,12 +506,11 @@ impl Exporter {
             }
             let since = Instant::now();
             for place in self.places.iter_mut().filter(|place| leaving(place)) {
-                if let Source::Counter { followed, cpu } = place.source {
-                    let readings = counter.per_cpu(followed, cpu);
-                    if read && readings.len() == place.readings.len() {
-                        place.readings.copy_from_slice(readings);
-                        place.read = true;
-                    }
+                if let Source::Counter { followed, cpu } = place.source
+                    && read
+                    && counter.read_into(followed, cpu, &mut place.readings, &mut place.left_out)
+                {
+                    place.read = true;
                 }
                 place.source = Source::Kept;
                 place.departed = Some(Departure { since, seen: None });
@@ -531,6 +541,12 @@ impl Exporter {
                 first.read &= summed.iter().all(|p| p.read);
                 first.created = summed.iter().fold(first.created, |c, p| c.min(p.created));
                 for other in &summed {
+                    // An event left out on one CPU is left out of the sum, as written.
+                    for &index in &other.left_out {
+                        if !first.left_out.contains(&index) {
+                            first.left_out.push(index);
+                        }
+                    }
                     for (sum, one) in first.readings.iter_mut().zip(&other.readings) {
                         *sum = Reading::new(
                             sum.value.saturating_add(one.value),
@@ -606,7 +622,8 @@ impl Exporter {
         match (&place.source, &self.cgroups) {
             (Source::Set(_), _) => place.columns.len(),
             (Source::Counter { .. }, Some(c)) => {
-                budget::per_cgroup(c.costs_descriptors(), place.columns.len(), 1)
+                let counted = place.columns.len() - place.left_out.len();
+                budget::per_cgroup(c.costs_descriptors(), counted, 1)
             }
             (Source::Counter { .. }, None) | (Source::Kept, _) => 0,
         }
@@ -652,7 +669,8 @@ impl Exporter {
             }
         }
         self.refused_cgroups.remove(cgroup);
-        *held += holds;
+        let unheld = counter.say_left_out(cgroup, &directory, &self.events, health);
+        *held += holds - budget::per_cgroup(costs, 1, unheld);
         let mut pod = self
             .kubelet
             .pod(cgroup)
@@ -672,6 +690,7 @@ impl Exporter {
                     cpu,
                 },
                 readings: vec![Reading::default(); columns.len()],
+                left_out: Vec::new(),
                 columns: columns.clone(),
                 read: false,
                 pod: pod.clone(),
@@ -752,6 +771,7 @@ impl Exporter {
             Ok(Place {
                 at: at.clone(),
                 readings: vec![Reading::default(); columns.len()],
+                left_out: Vec::new(),
                 columns,
                 read: false,
                 pod: None,
@@ -805,11 +825,13 @@ impl Exporter {
             }
             for place in &mut self.places {
                 if let Source::Counter { followed, cpu } = place.source {
-                    let readings = counter.per_cpu(followed, cpu);
-                    place.read = read && readings.len() == place.readings.len();
-                    if place.read {
-                        place.readings.copy_from_slice(readings);
-                    }
+                    place.read = read
+                        && counter.read_into(
+                            followed,
+                            cpu,
+                            &mut place.readings,
+                            &mut place.left_out,
+                        );
                 }
             }
         }
@@ -836,6 +858,7 @@ impl Place {
                 cpu,
             },
             readings: vec![Reading::default(); columns.len()],
+            left_out: Vec::new(),
             columns,
             read: true,
             pod: kubelet.pod(cgroup),
@@ -849,6 +872,13 @@ impl Place {
             },
             departed: None,
         }
+    }
+
+    /// This place with the event at `index` among its columns not counted here (it did not
+    /// open for the cgroup on this CPU).
+    pub fn leaving_out(mut self, index: usize) -> Place {
+        self.left_out.push(index);
+        self
     }
 }
 

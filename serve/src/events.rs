@@ -305,7 +305,7 @@ fn absent_pmu<'a>(name: &'a str, devices: &PmuDevices) -> Option<&'a str> {
 
 /// `name`'s refusal for `error`. The backend's message begins with the name where it opened
 /// it by name (`instructions: perf_event_open: ...`); that prefix is left out.
-fn refused(name: &str, error: &Error) -> Refused {
+pub(crate) fn refused(name: &str, error: &Error) -> Refused {
     let message = error.message();
     let message = message
         .strip_prefix(name)

@@ -19,6 +19,7 @@ pub struct Health {
     pub process: super::process::Constants,
     read_errors: AtomicU64,
     open_errors: AtomicU64,
+    events_left_out: AtomicU64,
     cgroups_matched: AtomicU64,
     cgroups_followed: AtomicU64,
     cgroups_dropped: AtomicU64,
@@ -41,6 +42,7 @@ impl Health {
             process: super::process::Constants::read(system),
             read_errors: AtomicU64::new(0),
             open_errors: AtomicU64::new(0),
+            events_left_out: AtomicU64::new(0),
             cgroups_matched: AtomicU64::new(0),
             cgroups_followed: AtomicU64::new(0),
             cgroups_dropped: AtomicU64::new(0),
@@ -62,6 +64,17 @@ impl Health {
     /// A place's set did not open.
     pub fn open_failed(&self) {
         self.open_errors.fetch_add(1, Relaxed);
+    }
+
+    /// A cgroup was followed with `events` of its events left out on some of its CPUs (they
+    /// did not open for it there): said once, as it is followed.
+    pub fn events_left_out(&self, events: usize) {
+        self.events_left_out.fetch_add(events as u64, Relaxed);
+    }
+
+    /// The events left out of the cgroups followed since start, each once a cgroup.
+    pub fn events_left_out_total(&self) -> u64 {
+        self.events_left_out.load(Relaxed)
     }
 
     /// A discovery found `matched` cgroups, follows `followed`, and left out `newly` it had

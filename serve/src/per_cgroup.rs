@@ -8,6 +8,10 @@
 //!
 //! The events counted per cgroup are those exported that count alone on every CPU: an event
 //! of a PMU with a `cpumask` (uncore boxes, energy) counts no cgroup, and stays system-wide.
+//! In the perf-event mode a cgroup counts what opens for it: a group that does not open for
+//! it counts its events alone there, and an event that does not open alone (no counter left,
+//! as a breakpoint with every debug register taken) is left out on that CPU
+//! ([`Cgroups::say_left_out`]).
 //!
 //! [`CgroupCounter`]: counterhal_hal::CgroupCounter
 
@@ -29,13 +33,20 @@ pub enum CgroupModeArg {
     PerfEvents,
 }
 
-/// The mode the cgroups are counted in (`counterhal_cgroup_mode`); in the BPF mode, the
+/// The mode the cgroups are counted in (`counterhal_cgroup_mode`) and the events left out of
+/// cgroups (`counterhal_cgroup_events_left_out_total`, `left_out`); in the BPF mode, the
 /// cgroups matched too deep for it (`counterhal_cgroups_too_deep`), whether it settles a
 /// task's move between cgroups (`counterhal_cgroup_moves_settled`) and the context switches
 /// its program missed (`counterhal_cgroup_switches_missed_total`), and the times the kernel
 /// skipped each of its programs (`counterhal_bpf_recursion_misses_total`), those counters
 /// `created` when the exporter started.
-pub fn write(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, too_deep: u64, created: f64) {
+pub fn write(
+    out: &mut Vec<u8>,
+    format: Format,
+    cgroups: &Cgroups,
+    (too_deep, left_out): (u64, u64),
+    created: f64,
+) {
     let mode = Family::new(
         "counterhal_cgroup_mode",
         Kind::Gauge,
@@ -48,6 +59,13 @@ pub fn write(out: &mut Vec<u8>, format: Format, cgroups: &Cgroups, too_deep: u64
         ("reason", Label::Text(cgroups.why_not_bpf().unwrap_or(""))),
     ];
     mode.sample(out, &labels, Number::Int(1));
+    let left_out_family = Family::new(
+        "counterhal_cgroup_events_left_out",
+        Kind::Counter,
+        "Events left out of a cgroup's counters on some of its CPUs, which did not open for \
+         it there (each once a cgroup followed; the log says why): not exported for it.",
+    );
+    left_out_family.single(out, format, Number::Int(left_out), created);
     let Some(settled) = cgroups.moves_settled() else {
         return;
     };
@@ -113,11 +131,14 @@ pub use elsewhere::Cgroups;
 mod linux {
     use std::path::{Path, PathBuf};
 
-    use counterhal::{Chosen, Error, Reading};
-    use counterhal_hal::{BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice};
+    use counterhal::{Chosen, CpuList, Error, Reading};
+    use counterhal_hal::{
+        BoxedCgroupCounter, CgroupCounterOptions, CgroupMode, CgroupModeChoice, EventLeftOut,
+    };
 
     use super::CgroupModeArg;
     use crate::events::Exported;
+    use crate::health::Health;
 
     /// The cgroups' counter and the exported events it counts.
     pub struct Cgroups {
@@ -358,14 +379,68 @@ mod linux {
             self.counter.read()
         }
 
-        /// The readings of the `index`th followed cgroup on the `cpu`th CPU counted, at the
-        /// last read (empty for an index out of range).
-        pub fn per_cpu(&self, index: usize, cpu: usize) -> &[Reading] {
-            self.counter
-                .all_counts()
-                .get(index)
-                .and_then(|counts| counts.per_cpu.get(cpu))
-                .map_or(&[], Vec::as_slice)
+        /// Copies the readings of the `index`th followed cgroup on the `cpu`th CPU counted,
+        /// at the last read, into `readings`, and the positions of the events not counted
+        /// there into `left_out`: `false` (nothing copied) for an index out of range or
+        /// readings of another length.
+        pub fn read_into(
+            &self,
+            index: usize,
+            cpu: usize,
+            readings: &mut [Reading],
+            left_out: &mut Vec<usize>,
+        ) -> bool {
+            let Some(counts) = self.counter.all_counts().get(index) else {
+                return false;
+            };
+            match counts.per_cpu.get(cpu) {
+                Some(row) if row.len() == readings.len() => readings.copy_from_slice(row),
+                _ => return false,
+            }
+            left_out.clear();
+            let here = counts.left_out.iter().filter(|l| l.cpus.contains(&cpu));
+            left_out.extend(here.map(|l| l.event));
+            true
+        }
+
+        /// Says each event (of `events`, the exporter's) left out of the cgroup `cgroup` at
+        /// `directory` on some of its CPUs, which did not open for it there, on standard
+        /// error with why and in `health`: once, as it is followed. The number of its
+        /// events x CPUs left out (descriptors it does not hold).
+        pub fn say_left_out(
+            &self,
+            cgroup: &str,
+            directory: &Path,
+            events: &[Exported],
+            health: &Health,
+        ) -> usize {
+            let left_out: &[EventLeftOut] = self
+                .counter
+                .counts(directory)
+                .map_or(&[], |counts| counts.left_out.as_slice());
+            health.events_left_out(left_out.len());
+            for left in left_out {
+                let Some(&column) = self.columns.get(left.event) else {
+                    continue;
+                };
+                let refused = crate::events::refused(&events[column].name, &left.error);
+                let cpus = self.cpus();
+                let cpus =
+                    CpuList::from_cpus(left.cpus.iter().filter_map(|&i| cpus.get(i).copied()));
+                let mut fields: Vec<(&str, &dyn std::fmt::Display)> = vec![
+                    ("cgroup", &cgroup),
+                    ("event", &refused.name),
+                    ("cpus", &cpus),
+                    ("kind", &refused.kind),
+                    ("reason", &refused.message),
+                ];
+                let hint = left.error.hint();
+                if let Some(hint) = &hint {
+                    fields.push(("hint", hint));
+                }
+                crate::log::warn("not counted in this cgroup on these CPUs", &fields);
+            }
+            left_out.iter().map(|left| left.cpus.len()).sum()
         }
     }
 }
@@ -378,6 +453,7 @@ mod elsewhere {
 
     use super::CgroupModeArg;
     use crate::events::Exported;
+    use crate::health::Health;
 
     /// No cgroups outside Linux: a type with no value.
     pub enum Cgroups {}
@@ -463,7 +539,11 @@ mod elsewhere {
             match *self {}
         }
         /// Never called.
-        pub fn per_cpu(&self, _: usize, _: usize) -> &[Reading] {
+        pub fn read_into(&self, _: usize, _: usize, _: &mut [Reading], _: &mut Vec<usize>) -> bool {
+            match *self {}
+        }
+        /// Never called.
+        pub fn say_left_out(&self, _: &str, _: &Path, _: &[Exported], _: &Health) -> usize {
             match *self {}
         }
         /// Never called.

@@ -95,8 +95,8 @@ pub(crate) fn write(
         super::events::write_refused(out, format, &exporter.refused);
         health.write(out, format);
         if let Some(cgroups) = &exporter.cgroups {
-            let too_deep = health.cgroups_too_deep();
-            super::per_cgroup::write(out, format, cgroups, too_deep, health.started);
+            let counts = (health.cgroups_too_deep(), health.events_left_out_total());
+            super::per_cgroup::write(out, format, cgroups, counts, health.started);
         }
         super::machine::write(out, format, &exporter.system);
     }
@@ -366,5 +366,86 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(&root).ok();
+    }
+
+    /// A cgroup on 2 CPUs whose page-faults did not open for it on CPU 1 has no page-faults
+    /// series (a sum without CPU 1 would read as the whole), and with `--per-cpu` one on
+    /// CPU 0 alone; its task-clock, open on both, is written summed (and per CPU), and so is
+    /// a cgroup's event that never ran (0 with its times 0: counting, not run).
+    ///
+    /// Oracle: perf 6.1's `perf stat -G` output, which prints `<not counted>` for an event
+    /// open for a cgroup that never ran and `<not supported>` for one that did not open, and
+    /// the rule docs/serve.md states for them.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_event_left_out_of_a_cgroup_on_a_cpu_is_not_written_as_counted() {
+        use crate::counting::Place;
+        use crate::{budget, discovery};
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        use std::sync::Arc;
+
+        let events = ["task-clock", "page-faults"].map(str::to_string);
+        let Ok(backend) = counterhal::open_default() else {
+            skip!(Need::System, "no counter backend here");
+        };
+        let host = counterhal_system::System::host();
+        let plan = crate::events::plan(&host, &backend, &events).unwrap();
+        if plan.exported.len() != events.len() {
+            skip!(
+                Need::Privilege,
+                "task-clock and page-faults do not open here"
+            );
+        }
+        let watch = discovery::Watch::new(&[], None, 8).unwrap();
+        let mut exporter =
+            Exporter::new(backend, plan, watch, budget::Budget::new(65_536, 4), None);
+        exporter.times = crate::events::TimesArg::Always;
+        let (counted, idle): (Arc<str>, Arc<str>) = (Arc::from("/job"), Arc::from("/idle"));
+        for cpu in 0..2 {
+            let (kubelet, slurm) = (&exporter.kubelet, &exporter.slurm);
+            let mut place = Place::of_cgroup(&counted, cpu, vec![0, 1], kubelet, slurm);
+            place.readings = vec![Reading::new(500_000_000, 600_000_000, 600_000_000); 2];
+            if cpu == 1 {
+                place = place.leaving_out(1);
+                place.readings[1] = Reading::default();
+            }
+            exporter.places.push(place);
+            let idle = Place::of_cgroup(&idle, cpu, vec![0, 1], kubelet, slurm);
+            exporter.places.push(idle);
+        }
+        exporter.places.sort_by(|a, b| a.at.cmp(&b.at));
+        let health = Health::new("linux", &host);
+        let lines = |exporter: &Exporter, event: &str, cgroup: &str| {
+            let mut out = Vec::new();
+            write(&mut out, Format::Text, exporter, &health, Instant::now());
+            let (event, cgroup) = (format!("event=\"{event}\""), format!("cgroup=\"{cgroup}\""));
+            String::from_utf8(out)
+                .unwrap()
+                .lines()
+                .filter(|l| {
+                    l.starts_with("counterhal_event_total")
+                        || l.starts_with("counterhal_event_seconds_total")
+                })
+                .filter(|l| l.contains(&event) && l.contains(&cgroup))
+                .map(str::to_string)
+                .collect::<Vec<String>>()
+        };
+        assert_eq!(
+            lines(&exporter, "page-faults", "/job"),
+            Vec::<String>::new()
+        );
+        let clock = lines(&exporter, "task-clock", "/job");
+        assert_eq!(clock.len(), 1, "{clock:?}");
+        assert!(clock[0].ends_with(" 1"), "{clock:?}");
+        // Counting, never run: written, 0, its times 0.
+        let never_ran = lines(&exporter, "page-faults", "/idle");
+        assert_eq!(never_ran.len(), 1, "{never_ran:?}");
+        assert!(never_ran[0].ends_with(" 0"), "{never_ran:?}");
+        exporter.per_cpu = true;
+        let per_cpu = lines(&exporter, "page-faults", "/job");
+        assert_eq!(per_cpu.len(), 1, "{per_cpu:?}");
+        assert!(per_cpu[0].contains("cpu=\"0\""), "{per_cpu:?}");
+        assert_eq!(lines(&exporter, "task-clock", "/job").len(), 2);
     }
 }

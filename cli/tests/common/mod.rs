@@ -336,6 +336,16 @@ pub fn cpu_0_alone() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Held by each test that opens hardware breakpoints (each takes one of a CPU's few debug
+/// registers, 4 on x86, `kernel/events/hw_breakpoint.c`): one at a time in this binary, so
+/// that a test that fills a CPU's registers on purpose does not refuse another's.
+pub fn breakpoint_slots_alone() -> std::sync::MutexGuard<'static, ()> {
+    static SLOTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SLOTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// perf 7.2.13 of the current-releases lab's Debian sid root (`COUNTERHAL_CURRENT_LAB`, else
 /// /var/cache/counterhal-lab), run by the root's own loader and libraries on this machine's
 /// /sys and /proc: a `Command` to give perf's arguments, or why there is none.

@@ -100,7 +100,10 @@ impl Exporter {
 /// each CPU's is a series of its own (system-wide, summed per socket or die instead with
 /// `--per-socket` or `--per-die`). A cgroup, socket or die is left out of a scrape where one
 /// of its CPUs' reads failed (a sum without that CPU would go down: a counter reset to
-/// PromQL).
+/// PromQL). A series is written for an event counting at its place, whether or not it ran
+/// (its times say so, as perf's `<not counted>` does); an event that did not open for a
+/// cgroup on one of its CPUs counts nothing there, and that cgroup has no series of it (with
+/// `--per-cpu`, none on that CPU), rather than a 0 that reads as counted.
 fn series(
     out: &mut Vec<u8>,
     format: Format,
@@ -202,6 +205,11 @@ fn series(
         }
         let created = earliest(&mut run.iter());
         for (index, &column) in place.columns.iter().enumerate() {
+            // An event that did not open for a cgroup on a CPU is not counted there: no series
+            // (a sum without that CPU would read as the whole).
+            if run.iter().any(|p| !p.counts(index)) {
+                continue;
+            }
             let event = &exporter.events[column];
             let reading = run.iter().fold(Reading::default(), |sum, p| {
                 // A cgroup counts the same events on every CPU: the same columns.
