@@ -24,6 +24,8 @@ pub struct SystemFacts {
     pub hardware_pmu: bool,
     /// Whether the process runs as root (effective uid 0).
     pub root: bool,
+    /// The process's effective capabilities (`CapEff`'s bits), 0 where unknown.
+    pub capabilities: u64,
     /// The soft `RLIMIT_NOFILE`, when known.
     pub fd_limit: Option<u64>,
 }
@@ -35,6 +37,7 @@ impl SystemFacts {
             paranoid: None,
             hardware_pmu: false,
             root: false,
+            capabilities: 0,
             fd_limit: None,
         }
     }
@@ -47,12 +50,14 @@ impl SystemFacts {
             paranoid: system.perf_event_paranoid(),
             hardware_pmu,
             root: crate::sys::effective_uid() == 0,
+            capabilities: system.effective_capabilities().unwrap_or(0),
             fd_limit: crate::sys::fd_limit().map(|(soft, _)| soft),
         }
     }
 
     /// These facts with what can change while the process runs read again from `system`
-    /// (the paranoid level, the open-file limit, the effective user): taken when an open
+    /// (the paranoid level, the open-file limit, the effective user and capabilities): taken
+    /// when an open
     /// fails, so that its hint names the limits of that moment, not those of the probe.
     #[cfg(target_os = "linux")]
     pub fn now(&self, system: &System) -> SystemFacts {
@@ -63,6 +68,13 @@ impl SystemFacts {
     /// [`PerfPermissions::allows`]): `None` where the level is not known.
     fn level_allows(&self, access: PerfAccess) -> Option<bool> {
         PerfPermissions::new(self.paranoid, 0).allows(access)
+    }
+
+    /// Whether the process's capabilities, CAP_PERFMON or CAP_SYS_ADMIN, let it make `access`
+    /// past every paranoid limit (the kernel's `perfmon_capable`, level 3's patch aside).
+    fn capabilities_allow(&self, access: PerfAccess) -> bool {
+        let permissions = PerfPermissions::new(self.paranoid, self.capabilities);
+        permissions.perfmon_capable() && permissions.allows(access) == Some(true)
     }
 }
 
@@ -176,8 +188,27 @@ pub(crate) const TRACEPOINT_RIGHTS: &str = "a tracepoint fires in the kernel: co
      is needed only for raw samples (PERF_SAMPLE_RAW) and ftrace's function tracepoint, which \
      counterhal does not take";
 
+/// What an open asks of `perf_event_open`'s checks: a whole CPU, the kernel (a tracepoint
+/// fires there), or its own tasks' user space.
+fn access_of(attempt: Option<&OpenAttempt>) -> PerfAccess {
+    match attempt {
+        Some(a) if a.cpu >= 0 && a.pid == -1 => PerfAccess::Cpu,
+        Some(a) if a.counts_kernel || a.class == EventClass::Tracepoint => PerfAccess::Kernel,
+        _ => PerfAccess::Any,
+    }
+}
+
 fn permission_hint(attempt: Option<&OpenAttempt>, facts: &SystemFacts) -> String {
     let paranoid = paranoid_text(facts);
+    // Capable and refused all the same: neither the level nor a capability is the cause.
+    if facts.capabilities_allow(access_of(attempt)) {
+        return format!(
+            "a seccomp filter (containers) or an LSM may block perf_event_open: this process \
+             holds CAP_PERFMON or CAP_SYS_ADMIN, which lift the limits of the paranoid level \
+             ({paranoid}), and was refused all the same; a container runtime's default seccomp \
+             profile allows perf_event_open to CAP_SYS_ADMIN alone"
+        );
+    }
     let needs = match attempt {
         Some(a) if a.pid > 0 && a.another_user => {
             return format!(
@@ -511,6 +542,7 @@ mod tests {
             paranoid: Some(paranoid),
             hardware_pmu,
             root,
+            capabilities: 0,
             fd_limit: Some(1024),
         }
     }
@@ -770,6 +802,73 @@ mod tests {
         assert!(hint.contains("could not be read"), "{hint}");
     }
 
+    /// A process holding CAP_PERFMON and refused is told of seccomp first, not of the level
+    /// it is past; one without it of the level first, and root without it of seccomp last;
+    /// and CAP_PERFMON at level 3, which the patch of Debian's kernel lets CAP_SYS_ADMIN alone
+    /// past for any open, of the level.
+    ///
+    /// Oracle: the kernel's checks (kernel/events/core.c's `perfmon_capable`, as
+    /// `PerfPermissions` judges them) and Debian's level-3 patch.
+    #[test]
+    fn a_capable_process_refused_is_told_of_seccomp_first() {
+        const CAP_PERFMON: u64 = 1 << 38;
+        let mut cpu = open(EventClass::Software);
+        cpu.pid = -1;
+        cpu.cpu = 0;
+        let capable = SystemFacts {
+            capabilities: CAP_PERFMON,
+            ..facts(2, true, false)
+        };
+        for errno in [libc::EPERM, libc::EACCES] {
+            let hint = map_errno(errno, Operation::Open(cpu), &capable)
+                .hint()
+                .unwrap()
+                .to_string();
+            assert!(
+                hint.starts_with(
+                    "a seccomp filter (containers) or an LSM may block perf_event_open: \
+                     this process holds CAP_PERFMON"
+                ),
+                "{hint}"
+            );
+            assert!(hint.contains("is 2"), "{hint}");
+            assert!(!hint.contains("echo 0"), "{hint}");
+        }
+        let hint = map_errno(libc::EACCES, Operation::Open(cpu), &facts(2, true, false))
+            .hint()
+            .unwrap()
+            .to_string();
+        assert!(
+            hint.starts_with("kernel.perf_event_paranoid is 2"),
+            "{hint}"
+        );
+        assert!(!hint.contains("seccomp"), "{hint}");
+        let hint = map_errno(libc::EACCES, Operation::Open(cpu), &facts(2, true, true))
+            .hint()
+            .unwrap()
+            .to_string();
+        assert!(
+            hint.starts_with("kernel.perf_event_paranoid is 2"),
+            "{hint}"
+        );
+        assert!(hint.ends_with("may block perf_event_open"), "{hint}");
+
+        let mut user = open(EventClass::Software);
+        user.counts_kernel = false;
+        let level_3 = SystemFacts {
+            capabilities: CAP_PERFMON,
+            ..facts(3, true, false)
+        };
+        let hint = map_errno(libc::EACCES, Operation::Open(user), &level_3)
+            .hint()
+            .unwrap()
+            .to_string();
+        assert!(
+            hint.contains("forbids every unprivileged use at 3"),
+            "{hint}"
+        );
+        assert!(!hint.starts_with("a seccomp filter"), "{hint}");
+    }
     #[test]
     fn missing_event_says_vm_when_no_cpu_pmu() {
         for class in [EventClass::Hardware, EventClass::Cache, EventClass::Raw] {
