@@ -241,6 +241,10 @@ fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, Unread> {
 }
 
 fn main() -> ExitCode {
+    // The image's file capabilities (permitted, not effective) count from here on; a refusal
+    // leaves the sets as they were, and an open they would have allowed says why it failed.
+    #[cfg(target_os = "linux")]
+    let _ = sys::raise_permitted_capabilities();
     let args = match parse(std::env::args_os().collect()) {
         Ok(args) => args,
         Err(Unread::Clap(error)) => return usage_error(error),

@@ -4,7 +4,8 @@
 //! thousands separator, which perf's counts are grouped with (`setlocale(LC_ALL, "")`, then
 //! `%'` formats); and the C library's POSIX basic regular expressions (`regcomp`, `regexec`),
 //! which perf matches `--for-each-cgroup` patterns with; and standard output set aside for
-//! `stat record -o -`.
+//! `stat record -o -`; and, on Linux, the capabilities this process is permitted made
+//! effective (`capget`, `capset`).
 //!
 //! # Safety
 //!
@@ -13,7 +14,9 @@
 //! other thread of this process opens or closes descriptors; it is duplicated at once, and only
 //! the duplicate (owned) leaves this module. A compiled regular expression is owned by one
 //! [`BasicRegex`], boxed so that it never moves after `regcomp` filled it, and freed once, on
-//! drop; patterns and names reach the C library as NUL-terminated copies.
+//! drop; patterns and names reach the C library as NUL-terminated copies. `capget` and
+//! `capset` read and write the two `#[repr(C)]` words of capability(7)'s version 3, whose
+//! layout is pinned below.
 
 use std::fs::File;
 use std::os::fd::BorrowedFd;
@@ -106,6 +109,68 @@ fn check_open_for(_system: &System, fd: u32, _writing: bool) -> Result<(), Strin
     std::fs::metadata(format!("/dev/fd/{fd}"))
         .map(drop)
         .map_err(|_| format!("descriptor {fd} is not an open descriptor"))
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3` (include/uapi/linux/capability.h): two words of 32 bits.
+#[cfg(target_os = "linux")]
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// `struct __user_cap_header_struct`.
+#[cfg(target_os = "linux")]
+#[repr(C)]
+struct CapabilityHeader {
+    version: u32,
+    pid: i32,
+}
+
+/// `struct __user_cap_data_struct`: one word of each set.
+#[cfg(target_os = "linux")]
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapabilityWord {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+#[cfg(target_os = "linux")]
+const _: () = {
+    assert!(std::mem::size_of::<CapabilityHeader>() == 8);
+    assert!(std::mem::size_of::<CapabilityWord>() == 12);
+};
+
+/// Makes every capability this process is permitted effective, as a program given file
+/// capabilities without the effective bit (`setcap cap_perfmon,cap_bpf=p`, the image's) must:
+/// the kernel puts them in the permitted set alone. Where the effective set already holds the
+/// permitted one (root, systemd's `AmbientCapabilities`, no capability at all) nothing is
+/// written.
+///
+/// # Errors
+/// The OS's refusal of `capget` or `capset` (a seccomp filter that forbids them).
+#[cfg(target_os = "linux")]
+pub fn raise_permitted_capabilities() -> std::io::Result<()> {
+    let mut header = CapabilityHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut words = [CapabilityWord::default(); 2];
+    // SAFETY: capget writes one header and two words (version 3), which both point to and
+    // which live until it returns.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header, words.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if words.iter().all(|w| w.effective == w.permitted) {
+        return Ok(());
+    }
+    for word in &mut words {
+        word.effective = word.permitted;
+    }
+    // SAFETY: capset reads the header and the two words, valid for the call; it raises no
+    // capability past the permitted set.
+    if unsafe { libc::syscall(libc::SYS_capset, &header, words.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The locale name `setlocale(LC_NUMERIC, "")` takes from the environment: the first of
@@ -240,6 +305,42 @@ mod tests {
         // SAFETY: `locale` came from newlocale and is freed once.
         unsafe { libc::freelocale(locale) };
         Some(separator)
+    }
+
+    /// This thread's capability set `name` (`CapEff`, `CapPrm`) as the kernel shows it
+    /// (`thread-self/status` under procfs).
+    fn thread_capabilities(name: &str) -> u64 {
+        let status = System::host().process_status("thread-self").unwrap();
+        u64::from_str_radix(status.field(name).unwrap(), 16).unwrap()
+    }
+
+    /// Oracle: the kernel's capability sets of this thread (`CapEff`, `CapPrm` of its
+    /// status under procfs). With its effective set emptied (where it is permitted
+    /// any), the call makes it the permitted set again; a second call changes nothing.
+    #[test]
+    fn the_permitted_capabilities_are_made_effective() {
+        let permitted = thread_capabilities("CapPrm");
+        let mut header = CapabilityHeader {
+            version: CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let mut words = [CapabilityWord::default(); 2];
+        // SAFETY: as in raise_permitted_capabilities.
+        let read = unsafe { libc::syscall(libc::SYS_capget, &mut header, words.as_mut_ptr()) };
+        assert_eq!(read, 0);
+        for word in &mut words {
+            word.effective = 0;
+        }
+        // SAFETY: as in raise_permitted_capabilities; lowering the effective set of this
+        // test's own thread.
+        let lowered = unsafe { libc::syscall(libc::SYS_capset, &header, words.as_ptr()) };
+        assert_eq!(lowered, 0);
+        assert_eq!(thread_capabilities("CapEff"), 0);
+        raise_permitted_capabilities().unwrap();
+        assert_eq!(thread_capabilities("CapEff"), permitted);
+        raise_permitted_capabilities().unwrap();
+        assert_eq!(thread_capabilities("CapEff"), permitted);
+        assert_eq!(thread_capabilities("CapPrm"), permitted);
     }
 
     /// Oracle: the C library's locales. Every name taken for the C locale's grouping groups
