@@ -7,8 +7,9 @@
 //!
 //! Oracles: Debian 12's podman 4.3 and runc 1.1 (what the runtime grants, as the kernel's
 //! /proc/PID/status shows it), the kernel's seccomp (perf_event_open refused under podman's
-//! own default profile, golang-github-containers-common 0.50's), Prometheus 3.5 (Debian sid's,
-//! the current-releases lab's), curl as the kubelet's probe.
+//! own default profile, golang-github-containers-common 0.50's; the namespace calls under the
+//! shipped one), libseccomp 2.5.4's system call tables, Prometheus 3.5 (Debian sid's, the
+//! current-releases lab's), curl as the kubelet's probe.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,11 @@ use counterhal_conformance::skip::Need;
 const MOST_BYTES: u64 = 15_000_000;
 /// The seccomp profile shipped beside the manifests.
 const PROFILE: &str = "examples/kubernetes/seccomp/counterhal-serve.json";
+/// The calls that profile allows, with what makes each.
+const CALLS: &str = "examples/kubernetes/seccomp/calls.txt";
+/// EPERM and ENOSYS (asm-generic/errno-base.h, errno.h: the same on x86-64 and arm64).
+const EPERM: i32 = 1;
+const ENOSYS: i32 = 38;
 /// The folder of the CI's builds (scripts/debs and scripts/image write there).
 const DIST: &str = "COUNTERHAL_DIST";
 
@@ -215,15 +221,109 @@ fn the_image_is_small_labelled_and_has_no_shell() {
     );
 }
 
-/// The shipped profile is podman's default (golang-github-containers-common's) as it applies
-/// to the DaemonSet's container, and perf_event_open and bpf besides: what it allows past the
-/// default's unconditional and x86-64 rules is those two calls, and scripts/seccomp-profile
-/// makes it again from the default installed here.
+/// The names of the calls a profile allows, by rules that `applies` to.
+fn allowed(
+    profile: &serde_json::Value,
+    applies: &dyn Fn(&serde_json::Value) -> bool,
+) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for rule in profile["syscalls"].as_array().unwrap() {
+        if rule["action"] == "SCMP_ACT_ALLOW" && applies(rule) {
+            for name in rule["names"].as_array().unwrap() {
+                names.insert(name.as_str().unwrap().to_string());
+            }
+        }
+    }
+    names
+}
+
+/// A JSON file.
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The calls of calls.txt on `arch`.
+fn listed_calls(arch: &str) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(repository(CALLS)).unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut fields = l.split_whitespace();
+            let (name, arches) = (fields.next()?, fields.next()?);
+            (arches == "all" || arches == arch).then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// The shipped profile is an allow-list: calls.txt's calls (scripts/seccomp-profile makes it
+/// again from the list), `clone` without the flags that make namespaces, `clone3` answered
+/// ENOSYS, every other call EPERM; it allows none of the calls that make or enter
+/// namespaces, mount, or reach the kernel's keys, and nothing that podman's default profile
+/// does not allow every container but perf_event_open and bpf, which that default keeps for
+/// CAP_SYS_ADMIN.
 ///
-/// Oracle: containers-common's /usr/share/containers/seccomp.json (read here, not by the
-/// script).
+/// Oracle: containers-common's /usr/share/containers/seccomp.json (0.50, Debian 12's),
+/// read here.
 #[test]
-fn the_profile_is_the_runtimes_default_and_two_calls() {
+fn the_profile_allows_the_images_calls_alone() {
+    let ours = json(&repository(PROFILE));
+    assert_eq!(ours["defaultAction"], "SCMP_ACT_ERRNO");
+    assert_eq!(ours["defaultErrnoRet"], EPERM);
+    assert_eq!(
+        ours["architectures"],
+        serde_json::json!(["SCMP_ARCH_X86_64"])
+    );
+    let unconditional = allowed(&ours, &|rule| rule["args"].is_null());
+    assert_eq!(unconditional, listed_calls("x86_64"));
+    let rules = ours["syscalls"].as_array().unwrap();
+    let rule = |name: &str| {
+        let found: Vec<&serde_json::Value> = rules
+            .iter()
+            .filter(|r| r["names"].as_array().unwrap().iter().any(|n| n == name))
+            .collect();
+        assert_eq!(found.len(), 1, "{name}: {found:?}");
+        found[0].clone()
+    };
+    // CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+    // (include/uapi/linux/sched.h), all clear in clone's flags.
+    assert_eq!(
+        rule("clone")["args"],
+        serde_json::json!([{
+            "index": 0,
+            "value": 0x7E02_0000_u64,
+            "valueTwo": 0,
+            "op": "SCMP_CMP_MASKED_EQ",
+        }])
+    );
+    assert_eq!(rule("clone3")["action"], "SCMP_ACT_ERRNO");
+    assert_eq!(rule("clone3")["errnoRet"], ENOSYS);
+    let escapes = [
+        "unshare",
+        "setns",
+        "mount",
+        "umount2",
+        "pivot_root",
+        "chroot",
+        "fsopen",
+        "fsconfig",
+        "fsmount",
+        "fspick",
+        "open_tree",
+        "move_mount",
+        "mount_setattr",
+        "keyctl",
+        "add_key",
+        "request_key",
+        "ptrace",
+        "process_vm_readv",
+        "init_module",
+        "kexec_load",
+    ];
+    let all = allowed(&ours, &|_| true);
+    for call in escapes {
+        assert!(!all.contains(call), "{call} allowed");
+    }
+
     let default = Path::new("/usr/share/containers/seccomp.json");
     if !default.is_file() {
         skip!(
@@ -231,34 +331,19 @@ fn the_profile_is_the_runtimes_default_and_two_calls() {
             "no podman default profile (apt-get install golang-github-containers-common)"
         );
     }
-    let json = |path: &Path| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    };
-    let allowed = |profile: &serde_json::Value, applies: &dyn Fn(&serde_json::Value) -> bool| {
-        let mut names = BTreeSet::new();
-        for rule in profile["syscalls"].as_array().unwrap() {
-            if rule["action"] == "SCMP_ACT_ALLOW" && applies(rule) {
-                for name in rule["names"].as_array().unwrap() {
-                    names.insert(name.as_str().unwrap().to_string());
-                }
-            }
-        }
-        names
-    };
-    let ours = allowed(&json(&repository(PROFILE)), &|_| true);
     let theirs = allowed(&json(default), &|rule| {
         let includes = &rule["includes"];
         let arches = includes["arches"].as_array();
         includes["caps"].as_array().is_none_or(|c| c.is_empty())
             && arches.is_none_or(|a| a.is_empty() || a.iter().any(|a| a == "amd64"))
     });
-    let added: Vec<&String> = ours.difference(&theirs).collect();
-    assert_eq!(added, ["bpf", "perf_event_open"]);
-    let removed: Vec<&String> = theirs.difference(&ours).collect();
-    assert!(
-        removed.is_empty(),
-        "the default's allowed calls refused: {removed:?}"
+    eprintln!(
+        "allowed: {} calls here, {} by podman's default to every container",
+        all.len(),
+        theirs.len()
     );
+    let beyond: Vec<&String> = all.difference(&theirs).collect();
+    assert_eq!(beyond, ["bpf", "perf_event_open"]);
     let check = Command::new(repository("scripts/seccomp-profile"))
         .arg("--check")
         .output()
@@ -271,14 +356,114 @@ fn the_profile_is_the_runtimes_default_and_two_calls() {
     );
 }
 
-/// A user's `counterhal stat` in the image counts under the shipped profile (a command, and
-/// every CPU for a time, which the image's sleep measures), and under
-/// podman's default profile is refused with counterhal's hint naming seccomp; so is the
-/// DaemonSet's `serve`.
+/// Every call of the x86-64 and the arm64 profiles (scripts/seccomp-profile --arch) is one
+/// that architecture has: libseccomp resolves each name there (a name it does not know, or
+/// one the architecture lacks, it answers with a negative number), so no runtime drops it.
+///
+/// Oracle: libseccomp 2.5.4's tables (Debian 12's `seccomp`, scmp_sys_resolver).
+#[test]
+fn the_profiles_calls_exist_on_their_architectures() {
+    if !runs("scmp_sys_resolver", &["-a", "x86_64", "read"]) {
+        skip!(
+            Need::Tools,
+            "libseccomp's resolver is not installed (apt-get install seccomp)"
+        );
+    }
+    let scratch = Scratch::new("profiles");
+    for arch in ["x86_64", "aarch64"] {
+        let out = scratch.0.join(format!("{arch}.json"));
+        let made = Command::new(repository("scripts/seccomp-profile"))
+            .args(["--arch", arch])
+            .arg(&out)
+            .output()
+            .expect("run scripts/seccomp-profile");
+        assert!(made.status.success(), "{}", stderr(&made));
+        let profile = json(&out);
+        let names = allowed(&profile, &|_| true);
+        assert_eq!(names.len(), listed_calls(arch).len() + 1, "{arch}");
+        for name in names.iter().map(String::as_str).chain(["clone3"]) {
+            let number = Command::new("scmp_sys_resolver")
+                .args(["-a", arch, name])
+                .output()
+                .unwrap();
+            let number: i64 = stdout(&number).trim().parse().unwrap();
+            assert!(number >= 0, "{arch} has no {name}: {number}");
+        }
+    }
+}
+
+/// The calls a process makes to leave its container's confinement (a user, mount and network
+/// namespace, a mount, setns, the kernel's keys, clone into a user namespace, fsopen) fail
+/// under the shipped profile, each with EPERM, and clone3 with ENOSYS; under podman's default
+/// profile, with the same capabilities, unshare succeeds.
+///
+/// Oracle: the kernel's seccomp under runc 1.1 with the shipped profile and with
+/// containers-common 0.50's default, a static program's errno (cli/tests/fixtures/namespaces.c,
+/// built by cc).
+#[test]
+fn the_profile_refuses_the_calls_that_leave_a_container() {
+    let id = image_or_skip!();
+    let scratch = Scratch::new("namespaces");
+    let probe = scratch.0.join("namespaces");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/namespaces.c");
+    let built = Command::new("cc")
+        .args(["-static", "-O2", "-o"])
+        .arg(&probe)
+        .arg(&source)
+        .output();
+    match built {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => skip!(
+            Need::Tools,
+            "cc -static cannot build the probe (libc6-dev): {}",
+            stderr(&out)
+        ),
+        Err(_) => skip!(Need::Tools, "no C compiler (apt-get install gcc)"),
+    }
+    let run = |profiled: bool| {
+        let out = Command::new("podman")
+            .arg("run")
+            .arg("--rm")
+            .args(confined(profiled))
+            .arg("-v")
+            .arg(format!("{}:/probe:ro", probe.display()))
+            .args(["--entrypoint", "/probe", &id])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        eprintln!(
+            "{}: {}",
+            if profiled { "shipped" } else { "podman's" },
+            text.replace('\n', " ")
+        );
+        text.lines()
+            .map(|l| {
+                let (name, errno) = l.split_once(' ').unwrap();
+                (name.to_string(), errno.parse::<i32>().unwrap())
+            })
+            .collect::<std::collections::BTreeMap<String, i32>>()
+    };
+    let shipped = run(true);
+    assert_eq!(shipped.len(), 8, "{shipped:?}");
+    for (call, errno) in &shipped {
+        let refused = if call == "clone3" { ENOSYS } else { EPERM };
+        assert_eq!(*errno, refused, "{call}: {shipped:?}");
+    }
+    let default = run(false);
+    assert_eq!(default["unshare"], 0, "{default:?}");
+}
+
+/// A user's `counterhal stat` in the image, holding CAP_PERFMON, counts under the shipped
+/// profile (a command, every CPU for a time, which the image's sleep measures, and every CPU
+/// by intervals), and under podman's default profile is refused with counterhal's hint
+/// naming the seccomp filter first, before the paranoid level the capability lifts; so is
+/// the DaemonSet's `serve`.
 ///
 /// Oracle: the kernel's seccomp under runc, with podman's default profile
 /// (golang-github-containers-common 0.50, which allows perf_event_open to CAP_SYS_ADMIN alone)
-/// and the shipped one.
+/// and the shipped one; the kernel's paranoid check (every CPU needs CAP_PERFMON at level 1
+/// or higher).
 #[test]
 fn stat_counts_in_the_image_with_the_profile_and_names_seccomp_without() {
     let id = image_or_skip!();
@@ -310,14 +495,35 @@ fn stat_counts_in_the_image_with_the_profile_and_names_seccomp_without() {
         .and_then(|l| l.split(',').next()?.parse().ok())
         .unwrap_or_else(|| panic!("{}", stderr(&counted)));
     assert!(task_clock >= 300.0, "{}", stderr(&counted));
+    let intervals = [
+        "stat",
+        "-a",
+        "-x,",
+        "-e",
+        "task-clock",
+        "-I",
+        "100",
+        "--timeout",
+        "350",
+    ];
+    let counted = run_confined(&id, true, &intervals);
+    assert!(counted.status.success(), "{}", stderr(&counted));
+    let lines = stderr(&counted)
+        .lines()
+        .filter(|l| l.contains(",task-clock,"))
+        .count();
+    assert!(lines >= 3, "{}", stderr(&counted));
 
     let refused = run_confined(&id, false, &stat);
     assert!(!refused.status.success(), "{}", stderr(&refused));
+    let said = stderr(&refused);
+    let hint = said.split_once("hint: ").map_or("", |(_, hint)| hint);
     assert!(
-        stderr(&refused)
-            .contains("a seccomp filter (containers) or an LSM may block perf_event_open"),
-        "{}",
-        stderr(&refused)
+        hint.starts_with(
+            "a seccomp filter (containers) or an LSM may block perf_event_open: this process \
+             holds CAP_PERFMON"
+        ),
+        "{said}"
     );
     let Some((container, _)) = daemonset() else {
         skip!(
