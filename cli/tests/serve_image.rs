@@ -1,15 +1,17 @@
 //! The image (dist/Containerfile, made by scripts/image from the counterhal package of
 //! scripts/debs, saved beside the packages) run as its users run it: the DaemonSet's
-//! container (examples/kubernetes/daemonset.yaml: the capabilities PERFMON and BPF alone, no
-//! new privileges, a read-only root, the host's cgroup tree read-only, the shipped seccomp
-//! profile) and a user's `stat`, under podman with runc, as root; scraped by Prometheus 3.5
-//! over TLS with basic authentication beside the same binary run outside a container.
+//! container (examples/kubernetes/daemonset.yaml: user 65534, the capabilities PERFMON and
+//! BPF alone, no new privileges, a read-only root, the host's cgroup tree read-only, the
+//! shipped seccomp profile) and a user's `stat`, under podman with runc (podman and runc run
+//! as root here), and under runc alone as Kubernetes' runtimes configure it (no ambient
+//! capabilities); scraped by Prometheus 3.5 over TLS with basic authentication beside the
+//! same binary run outside a container.
 //!
 //! Oracles: Debian 12's podman 4.3 and runc 1.1 (what the runtime grants, as the kernel's
 //! /proc/PID/status shows it), the kernel's seccomp (perf_event_open refused under podman's
 //! own default profile, golang-github-containers-common 0.50's; the namespace calls under the
-//! shipped one), libseccomp 2.5.4's system call tables, Prometheus 3.5 (Debian sid's, the
-//! current-releases lab's), curl as the kubelet's probe.
+//! shipped one), libseccomp 2.5.4's system call tables, dpkg (the packages' versions),
+//! Prometheus 3.5 (Debian sid's, the current-releases lab's), curl as the kubelet's probe.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -33,6 +35,8 @@ const MOST_BYTES: u64 = 15_000_000;
 const PROFILE: &str = "examples/kubernetes/seccomp/counterhal-serve.json";
 /// The calls that profile allows, with what makes each.
 const CALLS: &str = "examples/kubernetes/seccomp/calls.txt";
+/// The user the image runs as (the Containerfile's USER): nobody.
+const USER: &str = "65534:65534";
 /// EPERM and ENOSYS (asm-generic/errno-base.h, errno.h: the same on x86-64 and arm64).
 const EPERM: i32 = 1;
 const ENOSYS: i32 = 38;
@@ -201,6 +205,8 @@ fn the_image_is_small_labelled_and_has_no_shell() {
         r#"["/usr/bin/counterhal"] ["serve","--listen","0.0.0.0:19110"] {"19110/tcp":{}}"#,
         "the command is the entry point, serving by default"
     );
+    let user = podman(&["image", "inspect", "--format", "{{.Config.User}}", &id]);
+    assert_eq!(stdout(&user).trim(), USER, "not root");
     let shell = Command::new("podman")
         .args([
             "run",
@@ -454,11 +460,11 @@ fn the_profile_refuses_the_calls_that_leave_a_container() {
     assert_eq!(default["unshare"], 0, "{default:?}");
 }
 
-/// A user's `counterhal stat` in the image, holding CAP_PERFMON, counts under the shipped
-/// profile (a command, every CPU for a time, which the image's sleep measures, and every CPU
-/// by intervals), and under podman's default profile is refused with counterhal's hint
-/// naming the seccomp filter first, before the paranoid level the capability lifts; so is
-/// the DaemonSet's `serve`.
+/// A user's `counterhal stat` in the image, as the image's user (nobody) holding CAP_PERFMON,
+/// counts under the shipped profile (a command, every CPU for a time, which the image's sleep
+/// measures, and every CPU by intervals), and under podman's default profile is refused with
+/// counterhal's hint naming the seccomp filter first, before the paranoid level the
+/// capability lifts; so is the DaemonSet's `serve`.
 ///
 /// Oracle: the kernel's seccomp under runc, with podman's default profile
 /// (golang-github-containers-common 0.50, which allows perf_event_open to CAP_SYS_ADMIN alone)
@@ -543,6 +549,244 @@ fn stat_counts_in_the_image_with_the_profile_and_names_seccomp_without() {
     assert!(stderr(&refused).contains("seccomp"), "{}", stderr(&refused));
 }
 
+/// The image's files, mounted by podman (unmounted when dropped).
+struct Mounted(PathBuf, String);
+
+impl Mounted {
+    fn new(id: &str) -> Mounted {
+        let out = podman(&["image", "mount", id]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        Mounted(PathBuf::from(stdout(&out).trim()), id.to_string())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        podman(&["image", "unmount", &self.1]);
+    }
+}
+
+/// Every regular file under `dir`, as the image's absolute paths.
+fn files_under(root: &Path, dir: &Path, found: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            files_under(root, &entry.path(), found);
+        } else if kind.is_file() {
+            let path = entry.path();
+            found.push(format!("/{}", path.strip_prefix(root).unwrap().display()));
+        }
+    }
+}
+
+/// The package dpkg says owns `path` here (merged /usr: as the path, or without /usr; a
+/// package whose documentation folder is a link to another's, libgcc-s1's: the folder's).
+fn dpkg_owner(path: &str) -> Option<String> {
+    let short = path.strip_prefix("/usr").unwrap_or(path);
+    let folder = Path::new(path).parent()?.to_str()?;
+    [path, short, folder].iter().find_map(|path| {
+        let out = Command::new("dpkg-query")
+            .args(["-S", path])
+            .output()
+            .ok()?;
+        let text = stdout(&out);
+        let (owners, _) = text.lines().next()?.split_once(": ")?;
+        let owner = owners.split(':').next()?;
+        (out.status.success() && !owners.contains(", ")).then(|| owner.to_string())
+    })
+}
+
+/// Every file of the image that is not counterhal's own nor the image's (its users, its dpkg
+/// status entries) belongs to a Debian package of this machine, and each such package has a
+/// dpkg status entry in the image (/var/lib/dpkg/status.d/PACKAGE, where Trivy and Syft read
+/// a distroless image's packages) naming the version dpkg has installed here, which the
+/// files were copied from; the image says which distribution it is (/etc/os-release) and
+/// names its users.
+///
+/// Oracle: dpkg 1.21 (`dpkg-query -S`, `-W`) on the machine that built the image.
+#[test]
+fn the_image_names_its_debian_packages_as_dpkg_does() {
+    let id = image_or_skip!();
+    if !runs("dpkg-query", &["--version"]) {
+        skip!(Need::Tools, "no dpkg here to compare the packages with");
+    }
+    let mounted = Mounted::new(&id);
+    let root = &mounted.0;
+    let mut files = Vec::new();
+    files_under(root, root, &mut files);
+    let mut owners = BTreeSet::new();
+    for file in &files {
+        if file.starts_with("/var/lib/dpkg/status.d/")
+            || ["/etc/passwd", "/etc/group"].contains(&file.as_str())
+            || file.contains("counterhal")
+        {
+            continue;
+        }
+        let owner = dpkg_owner(file).unwrap_or_else(|| panic!("no package owns {file}"));
+        owners.insert(owner);
+    }
+    let status = root.join("var/lib/dpkg/status.d");
+    let entries: BTreeSet<String> = std::fs::read_dir(&status)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    eprintln!("packages: {owners:?}");
+    assert_eq!(entries, owners);
+    for package in &owners {
+        let entry = std::fs::read_to_string(status.join(package)).unwrap();
+        let field = |name: &str| {
+            entry
+                .lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
+                .unwrap_or_default()
+                .to_string()
+        };
+        let installed = Command::new("dpkg-query")
+            .args(["-W", "-f", "${Version} ${Architecture}", package])
+            .output()
+            .unwrap();
+        assert_eq!(
+            format!("{} {}", field("Version"), field("Architecture")),
+            stdout(&installed),
+            "{package}"
+        );
+        assert_eq!(field("Package"), *package);
+        assert_eq!(field("Status"), "install ok installed", "{package}");
+    }
+    let release = std::fs::read_to_string(root.join("usr/lib/os-release")).unwrap();
+    assert_eq!(
+        release,
+        std::fs::read_to_string("/usr/lib/os-release").unwrap()
+    );
+    assert_eq!(
+        std::fs::read_link(root.join("etc/os-release")).unwrap(),
+        Path::new("../usr/lib/os-release")
+    );
+    let passwd = std::fs::read_to_string(root.join("etc/passwd")).unwrap();
+    assert!(
+        passwd
+            .lines()
+            .any(|l| l.starts_with("nobody:x:65534:65534:")),
+        "{passwd}"
+    );
+    let group = std::fs::read_to_string(root.join("etc/group")).unwrap();
+    assert!(group.lines().any(|l| l == "nogroup:x:65534:"), "{group}");
+}
+
+/// runc's `run` of `args` in `bundle` (its config.json and rootfs), as container `name`.
+fn runc_run(bundle: &Path, name: &str) -> Output {
+    Command::new("runc")
+        .args(["run", "--bundle"])
+        .arg(bundle)
+        .arg(name)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run runc")
+}
+
+/// As Kubernetes' runtimes run it (containerd and CRI-O give the capabilities a pod adds to
+/// the bounding, permitted and effective sets and never to the ambient one, which runc then
+/// loses at the execve of a user other than root; a Localhost profile read as the OCI
+/// specification's LinuxSeccomp), the image's command counts every CPU as nobody with no new
+/// privileges, by its file capabilities: the same binary without them, in the same
+/// container, is refused.
+///
+/// Oracle: runc 1.1 (the kernel's capability rules at execve, its seccomp with the shipped
+/// profile read as the OCI specification reads it); the kernel's paranoid check (a whole CPU
+/// needs CAP_PERFMON at level 1 or higher).
+#[test]
+fn nobody_counts_with_the_capabilities_kubernetes_gives() {
+    let id = image_or_skip!();
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if paranoid < 1 {
+        skip!(
+            Need::System,
+            "kernel.perf_event_paranoid is {paranoid}: anyone counts a whole CPU here"
+        );
+    }
+    let scratch = Scratch::new("runc");
+    let rootfs = scratch.0.join("rootfs");
+    {
+        let mounted = Mounted::new(&id);
+        // cp -a keeps the file capabilities (the security.capability attribute).
+        let copied = Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", mounted.0.display()))
+            .arg(&rootfs)
+            .output()
+            .unwrap();
+        assert!(copied.status.success(), "{}", stderr(&copied));
+    }
+    for dir in ["proc", "sys", "dev"] {
+        std::fs::create_dir_all(rootfs.join(dir)).unwrap();
+    }
+    // The same file without its attribute.
+    std::fs::copy(
+        rootfs.join("usr/bin/counterhal"),
+        rootfs.join("usr/bin/counterhal-plain"),
+    )
+    .unwrap();
+    let spec = Command::new("runc")
+        .arg("spec")
+        .current_dir(&scratch.0)
+        .output()
+        .unwrap();
+    assert!(spec.status.success(), "{}", stderr(&spec));
+    let mut config = json(&scratch.0.join("config.json"));
+    let capabilities = serde_json::json!(["CAP_PERFMON", "CAP_BPF"]);
+    config["root"] = serde_json::json!({"path": "rootfs", "readonly": true});
+    config["process"]["terminal"] = false.into();
+    config["process"]["user"] = serde_json::json!({"uid": 65534, "gid": 65534});
+    config["process"]["noNewPrivileges"] = true.into();
+    config["process"]["capabilities"] = serde_json::json!({
+        "bounding": capabilities,
+        "effective": capabilities,
+        "permitted": capabilities,
+    });
+    config["linux"]["seccomp"] = json(&repository(PROFILE));
+    let count = |binary: &str| {
+        let mut config = config.clone();
+        config["process"]["args"] = serde_json::json!([
+            binary,
+            "stat",
+            "-a",
+            "-x,",
+            "-e",
+            "task-clock",
+            "--timeout",
+            "200"
+        ]);
+        std::fs::write(
+            scratch.0.join("config.json"),
+            serde_json::to_string(&config).unwrap(),
+        )
+        .unwrap();
+        runc_run(
+            &scratch.0,
+            &format!("counterhal-test-{}", std::process::id()),
+        )
+    };
+    let counted = count("/usr/bin/counterhal");
+    assert!(counted.status.success(), "{}", stderr(&counted));
+    assert!(
+        stderr(&counted).contains(",task-clock,"),
+        "{}",
+        stderr(&counted)
+    );
+    let refused = count("/usr/bin/counterhal-plain");
+    assert!(!refused.status.success(), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("permission denied"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
 /// A container of the test's, removed when dropped.
 struct Container(String);
 
@@ -552,18 +796,18 @@ impl Drop for Container {
     }
 }
 
-/// Done when (issue 77): the image runs as the DaemonSet says (its command line, its web
-/// configuration from a folder mounted read-only as its Secret is, the host's cgroup tree
-/// read-only, its port published), holding CAP_PERFMON and CAP_BPF and nothing else, with no
-/// new privileges and the shipped seccomp profile's filter; answers its readiness probe over
-/// TLS without a password within a second of `podman start`; and Prometheus 3.5 (and 2.42),
-/// scraping it and the same binary outside a container as
+/// Done when (issue 77): the image runs as the DaemonSet says (its command line, its user,
+/// its web configuration from a folder mounted read-only as its Secret is, the host's cgroup
+/// tree read-only, its port published), as nobody holding CAP_PERFMON and CAP_BPF and nothing
+/// else, with no new privileges and the shipped seccomp profile's filter; answers its
+/// readiness probe over TLS without a password within a second of `podman start`; and
+/// Prometheus 3.5 (and 2.42), scraping it and the same binary outside a container as
 /// examples/prometheus/prometheus-kubernetes.yml's job does (TLS, basic authentication), finds
 /// every series of the one in the other: the BPF mode's program loaded in both where the
 /// host's is (`bpf` passes the profile).
 ///
 /// Oracle: podman 4.3 with runc 1.1; the kernel (/proc/PID/status of the container's process:
-/// CapEff, CapBnd, NoNewPrivs, Seccomp); curl, as the kubelet's HTTPS probe; Prometheus 3.5
+/// Uid, CapEff, CapBnd, NoNewPrivs, Seccomp); curl, as the kubelet's HTTPS probe; Prometheus 3.5
 /// and 2.42.
 #[test]
 fn the_daemonset_in_the_image_serves_prometheus_what_it_serves_outside() {
@@ -578,6 +822,9 @@ fn the_daemonset_in_the_image_serves_prometheus_what_it_serves_outside() {
     let scratch = Scratch::new("image");
     let web = web_config(&scratch.0);
     let command = command_of(&container);
+    let security = &container["securityContext"];
+    let user = format!("{}:{}", security["runAsUser"], security["runAsGroup"]);
+    assert_eq!(user, USER, "the DaemonSet runs as the image's user");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -587,6 +834,7 @@ fn the_daemonset_in_the_image_serves_prometheus_what_it_serves_outside() {
     let created = Command::new("podman")
         .args(["create", "--name", &name])
         .args(confined(true))
+        .args(["--user", &user])
         .args(["-p", &format!("127.0.0.1:{port}:19110")])
         .args(["-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro"])
         .args([
@@ -685,9 +933,9 @@ fn same_series_through(
     panic!("{}: {differences}", release.name());
 }
 
-/// The container `name`'s process holds CAP_PERFMON and CAP_BPF (bits 38 and 39) and no other
-/// capability, effective or bounding, runs with no new privileges under a seccomp filter, and
-/// has a read-only root.
+/// The container `name`'s process runs as the image's user, not root, holds CAP_PERFMON and
+/// CAP_BPF (bits 38 and 39) and no other capability, effective or bounding, runs with no new
+/// privileges under a seccomp filter, and has a read-only root.
 fn confined_as_the_daemonset_says(name: &str) {
     let pid = podman(&["inspect", "--format", "{{.State.Pid}}", name]);
     let status = std::fs::read_to_string(format!("/proc/{}/status", stdout(&pid).trim())).unwrap();
@@ -697,6 +945,13 @@ fn confined_as_the_daemonset_says(name: &str) {
             .find_map(|l| l.strip_prefix(key))
             .map_or(String::new(), |v| v.trim().to_string())
     };
+    let uids: Vec<&str> = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(uids, ["65534"; 4], "{status}");
     assert_eq!(field("CapEff:"), "000000c000000000", "{status}");
     assert_eq!(field("CapBnd:"), "000000c000000000", "{status}");
     assert_eq!(field("NoNewPrivs:"), "1", "{status}");

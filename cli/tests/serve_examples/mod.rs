@@ -419,6 +419,19 @@ fn daemonset_counts_what_the_rules_read_with_perfmon_and_bpf_alone() {
     assert_eq!(security["capabilities"]["drop"], serde_json::json!(["ALL"]));
     assert_eq!(security["allowPrivilegeEscalation"], false);
     assert_eq!(security["readOnlyRootFilesystem"], true);
+    // The image's user (dist/Containerfile's USER), not root, in the group that owns the
+    // Secret's files, which it may read.
+    let containerfile = read(&repository("dist/Containerfile"));
+    let user = containerfile
+        .lines()
+        .find_map(|l| l.strip_prefix("USER "))
+        .expect("the Containerfile names its user");
+    assert_eq!(
+        format!("{}:{}", security["runAsUser"], security["runAsGroup"]),
+        user
+    );
+    assert_eq!(security["runAsNonRoot"], true);
+    assert_eq!(pod["securityContext"]["fsGroup"], security["runAsGroup"]);
     assert_ne!(security["privileged"], true);
     let limits = &container["resources"]["limits"];
     assert!(
@@ -451,6 +464,12 @@ fn daemonset_counts_what_the_rules_read_with_perfmon_and_bpf_alone() {
         .find(|v| v["name"] == web["name"])
         .expect("the web configuration's volume");
     assert_eq!(volume["secret"]["secretName"], "counterhal-web");
+    let mode = volume["secret"]["defaultMode"].as_u64().unwrap();
+    assert_eq!(
+        mode & 0o040,
+        0o040,
+        "its group reads the Secret's files: {mode:o}"
+    );
 
     let port = &container["ports"][0];
     assert_eq!(port["containerPort"], 19110);
