@@ -1544,3 +1544,39 @@ fn serve_is_collectors_over_a_transport_that_knows_no_domain() {
         assert_eq!(files.len(), 1, "{family} is written in {files:?}");
     }
 }
+
+/// One parser reads the command line: no file of the command asks clap to parse (a derived
+/// `Parser`, `Args` or `Subcommand`, `FromArgMatches`, `get_matches`, `try_parse`): clap only
+/// describes the tables (`cli/src/args/`) for help, the reference, the manual pages and the
+/// completions; and the exporter's crate takes no clap (its options are the command's).
+#[test]
+fn the_command_line_has_one_parser() {
+    let asks_clap_to_parse = [
+        "derive(Parser",
+        "derive(Args",
+        "derive(Subcommand",
+        "clap::Parser",
+        "clap::Args",
+        "FromArgMatches",
+        "get_matches",
+        "try_parse",
+        "#[arg(",
+        "#[command(",
+    ];
+    let mut found = Vec::new();
+    for file in rust_files(&root().join("cli/src")) {
+        let text = without_test_items(&std::fs::read_to_string(&file).unwrap());
+        for (number, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            if let Some(word) = asks_clap_to_parse.iter().find(|w| code.contains(*w)) {
+                found.push(format!("{}:{}: {word}", relative(&file), number + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "clap parses here: {found:#?}");
+    let serve = dependencies(&root().join("serve/Cargo.toml"));
+    assert!(!serve.contains_key("clap"), "serve depends on clap");
+}

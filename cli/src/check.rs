@@ -4,27 +4,57 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Args;
 use counterhal::Registration;
 
+use crate::args::spec::{Spec, flag, path, text};
+use crate::args::{Table, Words};
 use crate::error::CliError;
-use crate::options::{DatabaseArgs, parse_backend};
+use crate::options::{
+    DatabaseArgs, Databased, cpu_model, descriptions, events_file, parse_backend,
+};
 use crate::output::{OutputFile, emit_to_stderr};
 
 /// Arguments of `counterhal check`.
-#[derive(Args, Debug)]
+#[derive(Debug, Default)]
 pub struct CheckArgs {
-    /// Only this backend (a name `counterhal info` lists).
-    #[arg(long, value_parser = parse_backend)]
+    /// `--backend`.
     backend: Option<&'static Registration>,
-    /// Also run the suite on the device models (of the drivers and PMUs the backends model).
-    #[arg(long)]
+    /// `--models`.
     models: bool,
-    /// Write the JSON report here.
-    #[arg(long, value_name = "FILE")]
+    /// `--json`.
     json: Option<PathBuf>,
-    #[command(flatten)]
+    /// `--cpu-model`, `--events`, `--descriptions`.
     database: DatabaseArgs,
+}
+
+impl Databased for CheckArgs {
+    fn database(&mut self) -> &mut DatabaseArgs {
+        &mut self.database
+    }
+}
+
+impl Table for CheckArgs {
+    const NAME: &'static str = "check";
+    const USAGE: &'static str = "counterhal check [--backend B] [--models] [--json FILE]";
+    const OPTIONS: &'static [Spec<CheckArgs>] = &[
+        text(None, "backend", "BACKEND", |a: &mut CheckArgs, v| {
+            a.backend = Some(parse_backend(v)?);
+            Ok(())
+        })
+        .says("Only this backend (a name `counterhal info` lists)"),
+        flag(None, "models", |a: &mut CheckArgs| a.models = true).says(
+            "Also run the suite on the device models (of the drivers and PMUs the backends \
+            model)",
+        ),
+        path(None, "json", "FILE", |a: &mut CheckArgs, v| {
+            a.json = Some(v)
+        })
+        .says("Write the JSON report here"),
+        cpu_model(),
+        events_file(),
+        descriptions(),
+    ];
+    const WORDS: Words = Words::None;
 }
 
 /// Runs `counterhal check`.

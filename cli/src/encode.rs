@@ -6,7 +6,6 @@ use counterhal_hal::BackendExt;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use clap::Args;
 use counterhal::advanced::AnyBackend;
 use counterhal::{Context, Registration};
 use counterhal_events::ParsedEvent;
@@ -14,44 +13,121 @@ use counterhal_hal::Backend;
 use counterhal_hal::{Accepts, Domain, Encoding, Family, ResolvedEvent, Sign};
 use serde_json::{Value, json};
 
+use crate::args::spec::{Spec, flag, push, text};
+use crate::args::{Table, Words};
 use crate::error::CliError;
-use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
+use crate::options::{
+    DatabaseArgs, Databased, SysfsArgs, Sysfsed, cpu_model, descriptions, events_file,
+    parse_backend, sysfs,
+};
 
 const USAGE: &str = "counterhal encode [--backend B] [--cpu-model MODEL] [--sysfs DIR] [--json] \
      [-M METRIC[,METRIC]] EVENT...";
 
 /// Arguments of `counterhal encode`.
-#[derive(Args, Debug)]
+#[derive(Debug)]
 pub struct EncodeArgs {
-    /// The backend to encode for, in its own terms (a perf attr for Linux's; event selects or P5
-    /// CESR fields for one that programs x86 counters itself; `counterhal info` lists them),
-    /// over its real device where it works here, else over a model of its device for the CPU
-    /// model.
-    #[arg(long, default_value = counterhal::REGISTRY[0].name, value_parser = parse_backend)]
+    /// `--backend` (the registry's first by default).
     backend: &'static Registration,
-    #[command(flatten)]
+    /// `--cpu-model`, `--events`, `--descriptions`.
     database: DatabaseArgs,
-    #[command(flatten)]
+    /// `--sysfs`.
     sysfs: SysfsArgs,
-    /// Print a JSON array instead of text: an object per attr opened (a PMU event's per PMU
-    /// and per CPU of its cpumask, with `pmu`, `cpu`, `scale` and `unit`; an event on a hybrid
-    /// chip's core PMU per CPU of that PMU's `cpus`; `cpu` -1 where it opens on any CPU), or
-    /// with `error`.
-    #[arg(long)]
+    /// `--json`.
     json: bool,
-    /// Every event these metrics (or metric groups) read, as `stat -M` names them, encoded
-    /// as the events are; each JSON object also names its `metric`.
-    #[arg(
-        short = 'M',
-        long = "metrics",
-        value_name = "METRIC[,METRIC]",
-        value_delimiter = ','
-    )]
+    /// `-M`: the metrics, one a value.
     metrics: Vec<String>,
-    /// The events, e.g. cycles:u PAPI_TOT_INS INST_RETIRED.ANY_P r00c0 power/energy-pkg/
-    /// uncore_imc/cas_count_read/ UNC_M_CAS_COUNT.RD.
-    #[arg(required_unless_present = "metrics", value_name = "EVENT")]
+    /// The events.
     events: Vec<String>,
+}
+
+impl Default for EncodeArgs {
+    fn default() -> EncodeArgs {
+        EncodeArgs {
+            backend: &counterhal::REGISTRY[0],
+            database: DatabaseArgs::default(),
+            sysfs: SysfsArgs::default(),
+            json: false,
+            metrics: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+}
+
+impl Databased for EncodeArgs {
+    fn database(&mut self) -> &mut DatabaseArgs {
+        &mut self.database
+    }
+}
+
+impl Sysfsed for EncodeArgs {
+    fn sysfs(&mut self) -> &mut SysfsArgs {
+        &mut self.sysfs
+    }
+}
+
+impl Table for EncodeArgs {
+    const NAME: &'static str = "encode";
+    const USAGE: &'static str = USAGE;
+    const OPTIONS: &'static [Spec<EncodeArgs>] = &[
+        text(None, "backend", "BACKEND", |a: &mut EncodeArgs, v| {
+            a.backend = parse_backend(v)?;
+            Ok(())
+        })
+        .says(
+            "The backend to encode for, in its own terms (a perf attr for Linux's; event \
+            selects or P5 CESR fields for one that programs x86 counters itself; `counterhal \
+            info` lists them), over its real device where it works here, else over a model of \
+            its device for the CPU model (default: the first `counterhal info` lists)",
+        ),
+        cpu_model(),
+        events_file(),
+        descriptions(),
+        sysfs(),
+        flag(None, "json", |a: &mut EncodeArgs| a.json = true).says(
+            "Print a JSON array instead of text: an object per attr opened (a PMU event's per \
+            PMU and per CPU of its cpumask, with `pmu`, `cpu`, `scale` and `unit`; an event on \
+            a hybrid chip's core PMU per CPU of that PMU's `cpus`; `cpu` -1 where it opens on \
+            any CPU), or with `error`",
+        ),
+        text(
+            Some('M'),
+            "metrics",
+            "METRIC[,METRIC]",
+            |a: &mut EncodeArgs, v| {
+                v.split(',')
+                    .try_for_each(|metric| push(&mut a.metrics, metric))
+            },
+        )
+        .repeated()
+        .says(
+            "Every event these metrics (or metric groups) read, as `stat -M` names them, \
+            encoded as the events are; each JSON object also names its `metric`",
+        ),
+    ];
+    const WORDS: Words = Words::Some(
+        "EVENT",
+        "The events, e.g. cycles:u PAPI_TOT_INS INST_RETIRED.ANY_P r00c0 power/energy-pkg/ \
+        uncore_imc/cas_count_read/ UNC_M_CAS_COUNT.RD",
+    );
+
+    fn word(&mut self, word: std::ffi::OsString) -> Result<(), String> {
+        let event = word
+            .into_string()
+            .map_err(|word| format!("an event named in text, not {word:?}"))?;
+        self.events.push(event);
+        Ok(())
+    }
+
+    fn check(&self, given: &dyn Fn(&str) -> bool) -> Result<(), (String, String)> {
+        match self.events.is_empty() && !given("metrics") {
+            true => Err((
+                "encode needs an EVENT (or -M METRIC)".to_string(),
+                "e.g. counterhal encode cycles:u".to_string(),
+            )),
+            false => Ok(()),
+        }
+    }
 }
 
 /// What encodes each event, and what it has written so far: the text or JSON, the

@@ -4,20 +4,33 @@ use counterhal_hal::BackendExt;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use clap::Args;
 use counterhal::{OS, REGISTRY};
 use counterhal_hal::Backend;
 use counterhal_hal::{Capabilities, DeviceKind};
 use counterhal_system::System;
 
+use crate::args::Table;
+use crate::args::spec::Spec;
 use crate::error::CliError;
-use crate::options::DatabaseArgs;
+use crate::options::{DatabaseArgs, Databased, cpu_model, descriptions, events_file};
 
 /// Arguments of `counterhal info`.
-#[derive(Args, Debug)]
+#[derive(Debug, Default)]
 pub struct InfoArgs {
-    #[command(flatten)]
+    /// `--cpu-model`, `--events`, `--descriptions`.
     database: DatabaseArgs,
+}
+
+impl Databased for InfoArgs {
+    fn database(&mut self) -> &mut DatabaseArgs {
+        &mut self.database
+    }
+}
+
+impl Table for InfoArgs {
+    const NAME: &'static str = "info";
+    const USAGE: &'static str = "counterhal info [--cpu-model MODEL] [--events FILE]";
+    const OPTIONS: &'static [Spec<InfoArgs>] = &[cpu_model(), events_file(), descriptions()];
 }
 
 fn describe_capabilities(caps: &Capabilities, generalized: usize) -> String {

@@ -5,7 +5,6 @@ use counterhal_hal::BackendExt;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use clap::Args;
 use counterhal::Registration;
 use counterhal::advanced::AnyBackend;
 use counterhal_events::UncoreEvent;
@@ -13,8 +12,13 @@ use counterhal_events::listing::{ListOptions, Listed, ListedUnitMask, Section, l
 use counterhal_hal::GeneralizedEvent;
 use serde_json::json;
 
+use crate::args::spec::{Spec, flag, path, text};
+use crate::args::{Table, Words};
 use crate::error::CliError;
-use crate::options::{DatabaseArgs, SysfsArgs, parse_backend};
+use crate::options::{
+    DatabaseArgs, Databased, SysfsArgs, Sysfsed, cpu_model, descriptions, events_file,
+    parse_backend, sysfs,
+};
 use crate::stat::plan::runnable::offered;
 use counterhal::metrics::MetricDef;
 
@@ -24,52 +28,127 @@ mod perf_layout;
 mod uncore;
 
 /// Arguments of `counterhal list`.
-#[derive(Args, Debug)]
+#[derive(Debug, Default)]
 pub struct ListArgs {
-    /// The backend whose events to list (default: the first that works here).
-    #[arg(long, value_parser = parse_backend)]
+    /// `--backend`.
     backend: Option<&'static Registration>,
-    #[command(flatten)]
+    /// `--cpu-model`, `--events`, `--descriptions`.
     database: DatabaseArgs,
-    #[command(flatten)]
+    /// `--sysfs`.
     sysfs: SysfsArgs,
-    /// Print a JSON array instead of text.
-    #[arg(long)]
+    /// `--json`.
     json: bool,
-    /// perf 7.2's JSON array (`perf list -j`: its keys, `EventName`, `MetricName`, ...)
-    /// instead of text.
-    #[arg(short = 'j', conflicts_with_all = ["json", "models", "metrics"])]
+    /// `-j`: perf 7.2's JSON.
     perf_json: bool,
-    /// The names alone, each followed by a space, as `perf list --raw-dump` prints them;
-    /// PATTERN may be one of perf's words: hw, sw, cache, tracepoint, pmu, metrics,
-    /// metricgroups.
-    #[arg(long, alias = "raw", conflicts_with_all = ["json", "models", "metrics", "perf_json"])]
+    /// `--raw-dump`.
     raw_dump: bool,
-    /// Accepted as perf's `-v` (`--verbose`): the list already names each box of a PMU
-    /// (`uncore_imc_0/cas_count_read/`), as perf 6.1 does and perf 7.2 does with `-v`
-    #[arg(short = 'v', long = "verbose")]
+    /// `-v`: taken as perf's.
     verbose: bool,
-    /// Write the list to FILE instead of standard output (perf list's -o).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    /// `-o`.
     output: Option<std::path::PathBuf>,
-    /// List the CPU models of the event database (id, vendor, name, perf's signatures,
-    /// counters, number of events) instead of events.
-    #[arg(long)]
+    /// `--models`.
     models: bool,
-    /// List the metrics `stat -M` takes instead of events: the CPU model's (from the event
-    /// database) and the portable ones, with groups, formula and unit, and the groups.
-    #[arg(long, conflicts_with = "models")]
+    /// `--metrics`.
     metrics: bool,
-    /// With --metrics: each metric's formula under its name (perf list's --details).
-    #[arg(long)]
+    /// `--details`.
     details: bool,
-    /// With --models: a Markdown table (the one events/README.md shows).
-    #[arg(long, requires = "models", conflicts_with = "json")]
+    /// `--markdown`.
     markdown: bool,
-    /// Only events (metrics) whose name or description contains this (case-insensitive); a
-    /// native event's unit masks whose name (`EVENT.UNIT_MASK`) or description contains it are
-    /// listed under their event.
+    /// The pattern.
     pattern: Option<String>,
+}
+
+impl Databased for ListArgs {
+    fn database(&mut self) -> &mut DatabaseArgs {
+        &mut self.database
+    }
+}
+
+impl Sysfsed for ListArgs {
+    fn sysfs(&mut self) -> &mut SysfsArgs {
+        &mut self.sysfs
+    }
+}
+
+impl Table for ListArgs {
+    const NAME: &'static str = "list";
+    const USAGE: &'static str = "counterhal list [--sysfs DIR] [PATTERN]";
+    const OPTIONS: &'static [Spec<ListArgs>] = &[
+        text(None, "backend", "BACKEND", |a: &mut ListArgs, v| {
+            a.backend = Some(parse_backend(v)?);
+            Ok(())
+        })
+        .says("The backend whose events to list (default: the first that works here)"),
+        cpu_model(),
+        events_file(),
+        descriptions(),
+        sysfs(),
+        flag(None, "json", |a: &mut ListArgs| a.json = true)
+            .says("Print a JSON array instead of text"),
+        flag(Some('j'), "perf-json", |a: &mut ListArgs| {
+            a.perf_json = true
+        })
+        .says(
+            "perf 7.2's JSON array (`perf list -j`: its keys, `EventName`, `MetricName`, ...) \
+            instead of text",
+        ),
+        flag(None, "raw-dump", |a: &mut ListArgs| a.raw_dump = true)
+            .alias("raw")
+            .says(
+                "The names alone, each followed by a space, as `perf list --raw-dump` prints them; \
+            PATTERN may be one of perf's words: hw, sw, cache, tracepoint, pmu, metrics, \
+            metricgroups",
+            ),
+        flag(Some('v'), "verbose", |a: &mut ListArgs| a.verbose = true).says(
+            "Accepted as perf's `-v` (`--verbose`): the list already names each box of a PMU \
+            (`uncore_imc_0/cas_count_read/`), as perf 6.1 does and perf 7.2 does with `-v`",
+        ),
+        path(Some('o'), "output", "FILE", |a: &mut ListArgs, v| {
+            a.output = Some(v)
+        })
+        .says("Write the list to FILE instead of standard output (perf list's -o)"),
+        flag(None, "models", |a: &mut ListArgs| a.models = true).says(
+            "List the CPU models of the event database (id, vendor, name, perf's signatures, \
+            counters, number of events) instead of events",
+        ),
+        flag(None, "metrics", |a: &mut ListArgs| a.metrics = true).says(
+            "List the metrics `stat -M` takes instead of events: the CPU model's (from the \
+            event database) and the portable ones, with groups, formula and unit, and the \
+            groups",
+        ),
+        flag(None, "details", |a: &mut ListArgs| a.details = true)
+            .says("With --metrics: each metric's formula under its name (perf list's --details)"),
+        flag(None, "markdown", |a: &mut ListArgs| a.markdown = true)
+            .says("With --models: a Markdown table (the one events/README.md shows)"),
+    ];
+    const CONFLICTS: &'static [(&'static str, &'static [&'static str])] = &[
+        ("perf-json", &["json", "models", "metrics"]),
+        ("raw-dump", &["json", "models", "metrics", "perf-json"]),
+        ("metrics", &["models"]),
+        ("markdown", &["json"]),
+    ];
+    const REQUIRES: &'static [(&'static str, &'static str, &'static str)] =
+        &[("markdown", "models", "--models --markdown")];
+    const WORDS: Words = Words::One(
+        "PATTERN",
+        "Only events (metrics) whose name or description contains this (case-insensitive); a \
+        native event's unit masks whose name (`EVENT.UNIT_MASK`) or description contains it \
+        are listed under their event",
+    );
+
+    fn word(&mut self, word: std::ffi::OsString) -> Result<(), String> {
+        if let Some(pattern) = &self.pattern {
+            return Err(format!(
+                "one PATTERN is taken (`{pattern}` given), not `{}`",
+                word.to_string_lossy()
+            ));
+        }
+        let pattern = word
+            .into_string()
+            .map_err(|word| format!("a PATTERN in text, not {word:?}"))?;
+        self.pattern = Some(pattern);
+        Ok(())
+    }
 }
 
 /// A native event's lines: its name, fields, flags and description, then one line per unit

@@ -1,6 +1,7 @@
 //! The `counterhal` command: stat, list, encode, info, check, serve.
 #![deny(unsafe_code)]
 
+mod args;
 mod check;
 mod completions;
 mod encode;
@@ -22,7 +23,9 @@ mod version;
 
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
+
+use clap::CommandFactory;
 
 use crate::error::CliError;
 
@@ -42,26 +45,28 @@ Exit status:
   completions, version
            0; 2 for a shell it does not know, or bad arguments";
 
-/// Hardware performance counters on Linux (perf_event_open), OpenBSD (/dev/pctr), FreeBSD
-/// (hwpmc) and raw x86 MSRs, with one event database and one conformance suite.
-#[derive(Parser, Debug)]
-#[command(name = "counterhal", version, after_help = EXIT_CODES, max_term_width = 100)]
+/// What `counterhal --help` says of the command.
+const ABOUT: &str = "Hardware performance counters on Linux (perf_event_open), OpenBSD (/dev/pctr), \
+FreeBSD (hwpmc) and raw x86 MSRs, with one event database and one conformance suite";
+
+/// The command line, read by the one parser ([`args`]).
+#[derive(Debug)]
 pub struct Cli {
-    #[command(subcommand)]
     command: Command,
 }
 
+/// The subcommand asked for, with its arguments.
 #[derive(Debug)]
 enum Command {
     Stat(Box<stat::StatArgs>),
-    List(list::ListArgs),
-    Encode(encode::EncodeArgs),
-    Info(info::InfoArgs),
-    Check(check::CheckArgs),
+    List(Box<list::ListArgs>),
+    Encode(Box<encode::EncodeArgs>),
+    Info(Box<info::InfoArgs>),
+    Check(Box<check::CheckArgs>),
     Serve(Box<serve::ServeCommand>),
-    Completions(completions::CompletionsArgs),
-    Version(version::VersionArgs),
-    Script(script::ScriptArgs),
+    Completions(Box<completions::CompletionsArgs>),
+    Version(Box<version::VersionArgs>),
+    Script(Box<script::ScriptArgs>),
 }
 
 const STAT: &str = "Run a command (or attach) and count events, like `perf stat`";
@@ -76,124 +81,120 @@ const COMPLETIONS: &str =
     "Print the completion script of a shell (bash, zsh, fish, elvish, powershell)";
 const VERSION: &str =
     "Print the version and, with --build-options, what this build can do, as `perf version`";
-
-/// How a subcommand's arguments are added to its command.
-type AddArguments = fn(clap::Command) -> clap::Command;
-
-/// The subcommands: name, one-line help, and how its arguments are added (its one-line help
-/// set again after them, over the arguments struct's own). Each subcommand's arguments are
-/// built only when it is the one run (or its help is asked for): building every
-/// subcommand's arguments for each run cost `stat` a tenth of its start-up.
 const SCRIPT: &str = "Print a recording's stat records as `perf script` prints them";
 
-const SUBCOMMANDS: [(&str, &str, AddArguments); 9] = [
-    ("stat", STAT, |c| {
-        stat::arguments::described::describe(c)
-            .about(STAT)
-            .long_about(None)
-            .after_help(stat::HELP)
-    }),
-    ("list", LIST, |c| {
-        list::ListArgs::augment_args(c).about(LIST).long_about(None)
-    }),
-    ("encode", ENCODE, |c| {
-        encode::EncodeArgs::augment_args(c)
-            .about(ENCODE)
-            .long_about(None)
-    }),
-    ("info", INFO, |c| {
-        info::InfoArgs::augment_args(c).about(INFO).long_about(None)
-    }),
-    ("check", CHECK, |c| {
-        check::CheckArgs::augment_args(c)
-            .about(CHECK)
-            .long_about(None)
-    }),
-    ("serve", SERVE, |c| {
-        serve::ServeCommand::augment_args(c)
-            .about(SERVE)
-            .long_about(None)
-            .after_help(serve::HELP)
-    }),
-    ("completions", COMPLETIONS, |c| {
-        completions::CompletionsArgs::augment_args(c)
-            .about(COMPLETIONS)
-            .long_about(None)
-    }),
-    ("version", VERSION, |c| {
-        version::VersionArgs::augment_args(c)
-            .about(VERSION)
-            .long_about(None)
-    }),
-    ("script", SCRIPT, |c| {
-        script::ScriptArgs::augment_args(c)
-            .about(SCRIPT)
-            .long_about(None)
-    }),
-];
+/// How a subcommand is described to clap (its table's options and words, its one-line help).
+type Describe = fn(clap::Command) -> clap::Command;
+/// How a subcommand's words are read (by its table).
+type Read = fn(&[OsString]) -> Result<Command, Unread>;
 
-impl Subcommand for Command {
-    fn augment_subcommands(command: clap::Command) -> clap::Command {
-        SUBCOMMANDS
-            .iter()
-            .fold(command, |command, &(name, about, arguments)| {
-                command.subcommand(clap::Command::new(name).about(about).defer(arguments))
-            })
-    }
-
-    fn augment_subcommands_for_update(command: clap::Command) -> clap::Command {
-        Command::augment_subcommands(command)
-    }
-
-    fn has_subcommand(name: &str) -> bool {
-        SUBCOMMANDS.iter().any(|(known, _, _)| *known == name)
+/// A subcommand's words read by its table `T`, into the command `into` makes.
+fn read<T: args::Table>(argv: &[OsString], into: fn(Box<T>) -> Command) -> Result<Command, Unread> {
+    match args::parse::<T>(argv.iter().skip(2).cloned()) {
+        Ok(args::Parsed::Args(parsed)) => Ok(into(parsed)),
+        Ok(args::Parsed::Help(flag)) => Err(Unread::Help(T::NAME, flag)),
+        Err(error) => Err(Unread::Bad(error)),
     }
 }
 
-impl FromArgMatches for Command {
-    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        Command::from_arg_matches_mut(&mut matches.clone())
+/// The subcommands: name, one-line help, how it is described (its table's options, its
+/// one-line help set again after them) and how its words are read. Each subcommand is
+/// described only when its help is asked for (or the reference, the manual pages and the
+/// completions are written).
+const SUBCOMMANDS: [(&str, &str, Describe, Read); 9] = [
+    (
+        "stat",
+        STAT,
+        |c| {
+            args::described::describe::<stat::StatArgs>(c)
+                .about(STAT)
+                .after_help(stat::HELP)
+        },
+        |argv| match stat::arguments::read(argv) {
+            Ok(args::Parsed::Args(stat)) => Ok(Command::Stat(stat)),
+            Ok(args::Parsed::Help(flag)) => Err(Unread::Help("stat", flag)),
+            Err(error) => Err(Unread::Bad(error)),
+        },
+    ),
+    (
+        "list",
+        LIST,
+        |c| args::described::describe::<list::ListArgs>(c).about(LIST),
+        |argv| read(argv, Command::List),
+    ),
+    (
+        "encode",
+        ENCODE,
+        |c| args::described::describe::<encode::EncodeArgs>(c).about(ENCODE),
+        |argv| read(argv, Command::Encode),
+    ),
+    (
+        "info",
+        INFO,
+        |c| args::described::describe::<info::InfoArgs>(c).about(INFO),
+        |argv| read(argv, Command::Info),
+    ),
+    (
+        "check",
+        CHECK,
+        |c| args::described::describe::<check::CheckArgs>(c).about(CHECK),
+        |argv| read(argv, Command::Check),
+    ),
+    (
+        "serve",
+        SERVE,
+        |c| {
+            args::described::describe::<serve::ServeCommand>(c)
+                .about(SERVE)
+                .after_help(serve::HELP)
+        },
+        |argv| {
+            // Without the exporter, whatever the words: run says there is none.
+            if cfg!(not(feature = "serve")) {
+                return Ok(Command::Serve(Box::default()));
+            }
+            read(argv, Command::Serve)
+        },
+    ),
+    (
+        "completions",
+        COMPLETIONS,
+        |c| args::described::describe::<completions::CompletionsArgs>(c).about(COMPLETIONS),
+        |argv| read(argv, Command::Completions),
+    ),
+    (
+        "version",
+        VERSION,
+        |c| args::described::describe::<version::VersionArgs>(c).about(VERSION),
+        |argv| read(argv, Command::Version),
+    ),
+    (
+        "script",
+        SCRIPT,
+        |c| args::described::describe::<script::ScriptArgs>(c).about(SCRIPT),
+        |argv| read(argv, Command::Script),
+    ),
+];
+
+/// The command as clap describes it: what `--help`, the reference, the manual pages and the
+/// completions are written from. clap reads no word of the command line.
+impl clap::CommandFactory for Cli {
+    fn command() -> clap::Command {
+        let command = clap::Command::new("counterhal")
+            .version(env!("CARGO_PKG_VERSION"))
+            .about(ABOUT)
+            .after_help(EXIT_CODES)
+            .max_term_width(100)
+            .subcommand_required(true);
+        SUBCOMMANDS
+            .iter()
+            .fold(command, |command, &(name, about, describe, _)| {
+                command.subcommand(clap::Command::new(name).about(about).defer(describe))
+            })
     }
 
-    fn from_arg_matches_mut(matches: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
-        let Some((name, mut sub)) = matches.remove_subcommand() else {
-            return Err(clap::Error::raw(
-                clap::error::ErrorKind::MissingSubcommand,
-                "a subcommand is required\n",
-            ));
-        };
-        let sub = &mut sub;
-        Ok(match name.as_str() {
-            "stat" => {
-                // clap describes stat's options (and answers `stat --help`); `parse` hands the
-                // words to stat's own parser, the one that reads them.
-                return Err(clap::Error::raw(
-                    clap::error::ErrorKind::InvalidSubcommand,
-                    "stat's options are read by stat's parser\n",
-                ));
-            }
-            "list" => Command::List(list::ListArgs::from_arg_matches_mut(sub)?),
-            "encode" => Command::Encode(encode::EncodeArgs::from_arg_matches_mut(sub)?),
-            "info" => Command::Info(info::InfoArgs::from_arg_matches_mut(sub)?),
-            "check" => Command::Check(check::CheckArgs::from_arg_matches_mut(sub)?),
-            "serve" => Command::Serve(Box::new(serve::ServeCommand::from_arg_matches_mut(sub)?)),
-            "completions" => {
-                Command::Completions(completions::CompletionsArgs::from_arg_matches_mut(sub)?)
-            }
-            "version" => Command::Version(version::VersionArgs::from_arg_matches_mut(sub)?),
-            "script" => Command::Script(script::ScriptArgs::from_arg_matches_mut(sub)?),
-            other => {
-                return Err(clap::Error::raw(
-                    clap::error::ErrorKind::InvalidSubcommand,
-                    format!("unknown subcommand `{other}`\n"),
-                ));
-            }
-        })
-    }
-
-    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
-        *self = Command::from_arg_matches(matches)?;
-        Ok(())
+    fn command_for_update() -> clap::Command {
+        Cli::command()
     }
 }
 
@@ -201,43 +202,53 @@ impl FromArgMatches for Command {
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Stat(args) => stat::run(*args),
-        Command::List(args) => list::run(args),
-        Command::Encode(args) => encode::run(args),
-        Command::Info(args) => info::run(args),
-        Command::Check(args) => check::run(args),
+        Command::List(args) => list::run(*args),
+        Command::Encode(args) => encode::run(*args),
+        Command::Info(args) => info::run(*args),
+        Command::Check(args) => check::run(*args),
         Command::Serve(args) => serve::run(*args),
-        Command::Completions(args) => completions::run(args),
-        Command::Version(args) => version::run(args),
-        Command::Script(args) => script::run(args),
+        Command::Completions(args) => completions::run(*args),
+        Command::Version(args) => version::run(*args),
+        Command::Script(args) => script::run(*args),
     }
 }
 
-/// Why a command line was not read: clap's error (or its help), or stat's parser's.
+/// Why a command line was not read: help asked for (a subcommand's, or the command's), the
+/// version, bad words (the parser's error), or no subcommand or an unknown one (clap's
+/// message, rendered from its description).
 #[derive(Debug)]
 enum Unread {
+    Help(&'static str, &'static str),
+    Printed(String),
+    Bad(CliError),
     Clap(clap::Error),
-    Stat(CliError),
 }
 
-/// The command line: `stat`'s by its own parser ([`stat::arguments::read`]), any other by
-/// clap.
-fn parse(argv: Vec<std::ffi::OsString>) -> Result<Cli, Unread> {
-    if argv.get(1).is_none_or(|word| word != "stat") {
-        return Cli::try_parse_from(argv).map_err(Unread::Clap);
+/// The command line: the subcommand's words read by its table ([`args`]).
+fn parse(argv: Vec<OsString>) -> Result<Cli, Unread> {
+    let first = argv.get(1).and_then(|word| word.to_str());
+    if let Some(&(_, _, _, read)) = SUBCOMMANDS.iter().find(|(name, ..)| Some(*name) == first) {
+        return read(&argv).map(|command| Cli { command });
     }
-    match stat::arguments::read(&argv) {
-        Ok(stat::arguments::Parsed::Args(stat)) => Ok(Cli {
-            command: Command::Stat(stat),
-        }),
-        // Help is clap's to write, from its description of stat's options.
-        Ok(stat::arguments::Parsed::Help(flag)) => Err(Unread::Clap(
-            match Cli::try_parse_from(["counterhal", "stat", flag]) {
-                Err(help) => help,
-                Ok(_) => unreachable!("clap answers {flag} with help"),
-            },
-        )),
-        Err(error) => Err(Unread::Stat(error)),
-    }
+    // No subcommand, an unknown one, `--help` or `--version`: clap's answer, from its
+    // description of the command alone.
+    let error = match first {
+        Some("-h" | "--help" | "help") => {
+            return Err(Unread::Printed(Cli::command().render_help().to_string()));
+        }
+        Some("-V" | "--version") => {
+            return Err(Unread::Printed(Cli::command().render_version()));
+        }
+        Some(other) => Cli::command().error(
+            clap::error::ErrorKind::InvalidSubcommand,
+            format!("unrecognized subcommand '{other}'"),
+        ),
+        None => Cli::command().error(
+            clap::error::ErrorKind::MissingSubcommand,
+            "a subcommand is required",
+        ),
+    };
+    Err(Unread::Clap(error))
 }
 
 fn main() -> ExitCode {
@@ -247,11 +258,43 @@ fn main() -> ExitCode {
     let _ = sys::raise_permitted_capabilities();
     let args = match parse(std::env::args_os().collect()) {
         Ok(args) => args,
+        Err(Unread::Help(name, flag)) => return help(name, flag),
+        Err(Unread::Printed(text)) => return printed(&text),
         Err(Unread::Clap(error)) => return usage_error(error),
-        Err(Unread::Stat(error)) => return report(error),
+        Err(Unread::Bad(error)) => return report(error),
     };
     match run(args) {
         Ok(code) => code,
+        Err(error) => report(error),
+    }
+}
+
+/// Prints the subcommand `name`'s help as clap writes it from the subcommand's description,
+/// on standard output: `--help`'s long form where an argument has more to say than `-h`'s
+/// line, as clap chooses.
+fn help(name: &str, flag: &str) -> ExitCode {
+    let mut command = Cli::command();
+    command.build();
+    let Some(subcommand) = command.find_subcommand_mut(name) else {
+        return ExitCode::FAILURE;
+    };
+    let long = flag == "--help"
+        && (subcommand.get_long_about().is_some()
+            || subcommand
+                .get_arguments()
+                .any(|arg| arg.get_long_help().is_some()));
+    let text = match long {
+        true => subcommand.render_long_help(),
+        false => subcommand.render_help(),
+    };
+    printed(&text.to_string())
+}
+
+/// Prints `text` (help, the version) on standard output: exit 0, or 1 where it cannot be
+/// written.
+fn printed(text: &str) -> ExitCode {
+    match output::emit(text) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(error) => report(error),
     }
 }
@@ -300,5 +343,20 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         super::Cli::command().debug_assert();
+    }
+
+    /// Every subcommand described to clap is one the parser reads, and its name is the
+    /// name its table gives in messages.
+    #[test]
+    fn each_subcommand_is_read_by_its_table() {
+        for (name, _, _, read) in super::SUBCOMMANDS {
+            let argv = ["counterhal", name, "--help"].map(std::ffi::OsString::from);
+            match read(&argv) {
+                Err(super::Unread::Help(named, "--help")) => assert_eq!(named, name),
+                // Without the exporter, `serve` takes any words.
+                Ok(super::Command::Serve(_)) if cfg!(not(feature = "serve")) => {}
+                other => panic!("{name} --help: {other:?}"),
+            }
+        }
     }
 }

@@ -4,31 +4,63 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::Args;
 use counterhal::{Context, Registration};
 use counterhal_events::DESCRIPTIONS_ENV;
 use counterhal_system::{PmuDevices, System};
 
+use crate::args::spec::{Spec, path, text};
 use crate::error::CliError;
 
-/// Options shared by the commands that resolve event names.
-#[derive(Args, Debug, Clone, Default)]
+/// Options shared by the commands that resolve event names ([`database_options`]).
+#[derive(Debug, Clone, Default)]
 pub struct DatabaseArgs {
-    /// CPU model from the event database instead of the detected one: an id (e.g. p6, skl,
-    /// amd64_fam19h_zen3) or perf's signature Vendor-Family-Model[-Stepping] (GenuineIntel-6-8F-8,
-    /// AuthenticAMD-26-2-0), detected as this CPU would be; on a hybrid chip, -atom or -core
-    /// after it names the core (GenuineIntel-6-97-2-atom).
-    #[arg(long = "cpu-model", value_name = "MODEL")]
+    /// `--cpu-model`.
     pub(crate) cpu: Option<String>,
-    /// An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS).
-    #[arg(long = "events", value_name = "FILE")]
+    /// `--events`.
     pub(crate) events_file: Option<PathBuf>,
-    /// Descriptions of the CPU model's native events and unit masks, read from perf's JSON
-    /// event files: the kernel's tools/perf/pmu-events/arch/x86 directory, one model's
-    /// directory of it, or a perfmon tree (also COUNTERHAL_DESCRIPTIONS). `list` shows them
-    /// and its PATTERN matches them.
-    #[arg(long = "descriptions", value_name = "DIR")]
+    /// `--descriptions`.
     pub(crate) descriptions: Option<PathBuf>,
+}
+
+/// Arguments holding the event database's options.
+pub trait Databased {
+    /// The event database's options.
+    fn database(&mut self) -> &mut DatabaseArgs;
+}
+
+/// `--cpu-model MODEL`.
+pub const fn cpu_model<T: Databased>() -> Spec<T> {
+    text(None, "cpu-model", "MODEL", |a: &mut T, v: &str| {
+        a.database().cpu = Some(v.to_string());
+        Ok(())
+    })
+    .says(
+        "CPU model from the event database instead of the detected one: an id (e.g. p6, skl, \
+        amd64_fam19h_zen3) or perf's signature Vendor-Family-Model[-Stepping] \
+        (GenuineIntel-6-8F-8, AuthenticAMD-26-2-0), detected as this CPU would be; on a hybrid \
+        chip, -atom or -core after it names the core (GenuineIntel-6-97-2-atom)",
+    )
+}
+
+/// `--events FILE`.
+pub const fn events_file<T: Databased>() -> Spec<T> {
+    path(None, "events", "FILE", |a: &mut T, v| {
+        a.database().events_file = Some(v)
+    })
+    .says("An events file that adds CPU models or overrides events (also COUNTERHAL_EVENTS)")
+}
+
+/// `--descriptions DIR`.
+pub const fn descriptions<T: Databased>() -> Spec<T> {
+    path(None, "descriptions", "DIR", |a: &mut T, v| {
+        a.database().descriptions = Some(v)
+    })
+    .says(
+        "Descriptions of the CPU model's native events and unit masks, read from perf's JSON \
+        event files: the kernel's tools/perf/pmu-events/arch/x86 directory, one model's \
+        directory of it, or a perfmon tree (also COUNTERHAL_DESCRIPTIONS). `list` shows them \
+        and its PATTERN matches them",
+    )
 }
 
 impl DatabaseArgs {
@@ -74,20 +106,36 @@ impl DatabaseArgs {
 /// The environment variable naming a sysfs root, as `--sysfs` does.
 pub const SYSFS_ENV: &str = "COUNTERHAL_SYSFS";
 
-/// Where the PMUs are read from: `/sys`, or another machine's sysfs tree.
-#[derive(Args, Debug, Clone, Default)]
+/// Where the PMUs are read from: `/sys`, or another machine's sysfs tree ([`sysfs`]).
+#[derive(Debug, Clone, Default)]
 pub struct SysfsArgs {
-    /// Read the PMUs from this sysfs root instead of /sys: DIR/bus/event_source/devices (and
-    /// DIR/kernel/tracing), a /sys copied or mounted here (also COUNTERHAL_SYSFS). encode and
-    /// list open nothing, so another machine's PMUs, aliases, cpumasks, scales and units
-    /// encode on this one; stat opens on this kernel, so its tree must be this machine's. The
-    /// CPUs of each open come from the tree's `cpumask` and `cpus` files; DIR/devices/system/cpu
-    /// is not read: encode and list need no other CPU list, and stat counts this machine's.
-    /// The tree is read as sysfs is: links are followed only where they stay inside DIR, only
-    /// regular files of at most 4096 bytes are read, and a scale must be finite and positive;
-    /// a file that breaks these rules is refused by its path, never shown.
-    #[arg(long = "sysfs", value_name = "DIR")]
+    /// `--sysfs`.
     pub(crate) sysfs: Option<PathBuf>,
+}
+
+/// Arguments holding `--sysfs`.
+pub trait Sysfsed {
+    /// The sysfs root's option.
+    fn sysfs(&mut self) -> &mut SysfsArgs;
+}
+
+/// `--sysfs DIR`.
+pub const fn sysfs<T: Sysfsed>() -> Spec<T> {
+    path(None, "sysfs", "DIR", |a: &mut T, v| {
+        a.sysfs().sysfs = Some(v)
+    })
+    .says(
+        "Read the PMUs from this sysfs root instead of /sys: DIR/bus/event_source/devices (and \
+        DIR/kernel/tracing), a /sys copied or mounted here (also COUNTERHAL_SYSFS). encode and \
+        list open nothing, so another machine's PMUs, aliases, cpumasks, scales and units \
+        encode on this one; stat opens on this kernel, so its tree must be this machine's. The \
+        CPUs of each open come from the tree's `cpumask` and `cpus` files; \
+        DIR/devices/system/cpu is not read: encode and list need no other CPU list, and stat \
+        counts this machine's. The tree is read as sysfs is: links are followed only where \
+        they stay inside DIR, only regular files of at most 4096 bytes are read, and a scale \
+        must be finite and positive; a file that breaks these rules is refused by its path, \
+        never shown",
+    )
 }
 
 impl SysfsArgs {

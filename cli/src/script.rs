@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Args;
+use crate::args::Table;
+use crate::args::spec::{Spec, text};
 use counterhal::Error;
 
 use crate::error::CliError;
@@ -18,12 +19,24 @@ use crate::stat::recording::read::read;
 use crate::stat::recording::records::{Kind, PlaceCounts, StatRecord};
 
 /// Arguments of `counterhal script`.
-#[derive(Args, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct ScriptArgs {
-    /// The recording (`stat record`'s, or perf's): a file, or `-` for standard input;
-    /// without it, standard input where it is a pipe, else `perf.data`.
-    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    /// `-i`: the recording, a file or `-`.
     pub input: Option<String>,
+}
+
+impl Table for ScriptArgs {
+    const NAME: &'static str = "script";
+    const USAGE: &'static str = "counterhal script [-i FILE]";
+    const OPTIONS: &'static [Spec<ScriptArgs>] =
+        &[text(Some('i'), "input", "FILE", |a: &mut ScriptArgs, v| {
+            a.input = Some(v.to_string());
+            Ok(())
+        })
+        .says(
+            "The recording (`stat record`'s, or perf's): a file, or `-` for standard input; \
+        without it, standard input where it is a pipe, else `perf.data`",
+        )];
 }
 
 /// The most places (a thread of the thread map on a CPU of the CPU map) a round prints per

@@ -4,17 +4,28 @@
 
 use std::process::ExitCode;
 
-use clap::Args;
-
+use crate::args::Table;
+use crate::args::spec::{Spec, flag};
 use crate::error::CliError;
 
 /// Arguments of `counterhal version`.
-#[derive(Args, Debug)]
+#[derive(Debug, Default)]
 pub struct VersionArgs {
-    /// Also list what this build can do as `perf version --build-options` lists its
-    /// features: a name, `[ on  ]` or `[ OFF ]`, and perf's macro for it (`# HAVE_LIBPFM`)
-    #[arg(long)]
+    /// `--build-options`.
     build_options: bool,
+}
+
+impl Table for VersionArgs {
+    const NAME: &'static str = "version";
+    const USAGE: &'static str = "counterhal version [--build-options]";
+    const OPTIONS: &'static [Spec<VersionArgs>] =
+        &[flag(None, "build-options", |a: &mut VersionArgs| {
+            a.build_options = true
+        })
+        .says(
+            "Also list what this build can do as `perf version --build-options` lists its \
+        features: a name, `[ on  ]` or `[ OFF ]`, and perf's macro for it (`# HAVE_LIBPFM`)",
+        )];
 }
 
 /// perf's build options that say whether a perf command or option counterhal takes works:

@@ -27,7 +27,7 @@ pub enum Unit {
 }
 
 /// `--times`: for which events the times enabled and running are exported.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TimesArg {
     /// For the events the kernel may multiplex (those of the core PMU and the uncore boxes),
     /// not for software events, tracepoints, `msr` and energy (`power`) events, which run

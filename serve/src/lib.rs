@@ -21,10 +21,11 @@
 //! these rooms writing its own families (the counting's in `counting::families`), called in
 //! turn by [`scrape`].
 //!
-//! The crate's face is the command's entry: [`ServeArgs`], [`run`], [`rules()`] and
+//! The crate's face is the command's entry: [`Config`] (with [`options`], the readers of its
+//! values), [`run`], [`rules()`] and
 //! [`Failure`] (and [`CgroupModeArg`], [`TimesArg`] and [`NameLabelArg`], `--cgroup-mode`'s,
 //! `--times`'s and `--kubelet-log-labels`' values); `counterhal serve` flattens
-//! its database options beside [`ServeArgs`] and hands [`run`] the [`Context`] they make.
+//! its database options beside [`Config`] and hands [`run`] the [`Context`] they make.
 //! Beside it, [`http`] is public, for its tests and for another handler or transport.
 #![deny(unsafe_code)]
 // The rooms above are private modules, named for the crate's readers (its documentation is
@@ -42,6 +43,7 @@ pub mod http;
 mod labels;
 mod log;
 mod machine;
+pub mod options;
 mod per_cgroup;
 mod process;
 mod rules;
@@ -51,12 +53,10 @@ mod signals;
 mod sys;
 mod text_format;
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
 use counterhal::{Context, Error};
 pub use events::TimesArg;
 pub use labels::kubelet_logs::NameLabelArg;
@@ -81,7 +81,7 @@ pub const DEFAULT_EVENTS: [&str; 6] = [
 ];
 
 /// The usage line of `serve`'s errors.
-const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
+pub const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
 [--departed-for DURATION] [--departed-max N] [--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] \
 [--kubelet-logs DIR [--kubelet-log-labels LABEL[,LABEL]]] \
@@ -111,130 +111,58 @@ scales a multiplexed count; --times always exports them for software, tracepoint
 energy events too).
 docs/serve.md has them all, and the bounds on clients.";
 
-/// `counterhal serve`'s options.
-#[derive(Args, Debug, Clone)]
-pub struct ServeArgs {
-    /// The address and port to serve on, in node_exporter's --web.listen-address forms:
-    /// ADDR:PORT, [IPv6]:PORT, HOST:PORT (resolved at start) or :PORT (every address);
-    /// loopback by default; port 0 takes a free one, and the address served is printed on
-    /// standard error.
-    #[allow(rustdoc::broken_intra_doc_links)] // `[IPv6]:PORT` is the help's text, not a link
-    #[arg(long = "listen", value_name = "ADDR:PORT", default_value_t = http::listen::Listen::At(SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))), value_parser = http::listen::parse)]
+/// What `counterhal serve` is asked to do: the command's parser fills it from the command
+/// line (its options' words are the command's, `cli/src/serve.rs`); [`Config::default`] is
+/// what each option is where it is not given.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--listen`.
     pub listen: http::listen::Listen,
-    /// Events to count, as stat takes them (default: task-clock, context-switches,
-    /// cpu-migrations, page-faults, cycles, instructions; those that do not open here are
-    /// reported, not counted).
-    #[arg(short = 'e', long = "event", value_name = "EV[,EV...]")]
+    /// `-e, --event`.
     pub events: Vec<String>,
-    /// Count the events these metrics (or metric groups) read, as stat -M names them (with
-    /// --rules: print the metrics as Prometheus recording rules instead of serving).
-    #[arg(
-        short = 'M',
-        long = "metrics",
-        value_name = "METRIC[,METRIC]",
-        value_delimiter = ','
-    )]
+    /// `-M, --metrics`, one metric a value.
     pub metrics: Vec<String>,
-    /// Print the -M metrics as Prometheus recording rules over the exported counters (YAML
-    /// for a rules file; `promtool check rules` reads it) and exit.
-    #[arg(long = "rules", requires = "metrics")]
+    /// `--rules`.
     pub rules: bool,
-    /// The window of the rules' rate(), a PromQL duration from 1ms to
-    /// 292y171d23h47m16s854ms (units y w d h m s ms, largest first: 5m, 1h30m).
-    #[arg(long = "rules-window", value_name = "DURATION", default_value = "1m", value_parser = promql_duration)]
+    /// `--rules-window`.
     pub rules_window: String,
-    /// Count the events in each cgroup (v2) whose path below the cgroup mount matches: perf's
-    /// --for-each-cgroup list (names, or, where it holds one of {}[]()|*+?^$, regular
-    /// expressions as Prometheus writes them, extended (RE2's syntax: `^a/(b|c)$`), matched
-    /// anywhere in the path; an empty item is the root). Cgroups are found again at each
-    /// scrape; how many match is said at start and exported.
-    #[arg(long = "cgroups", value_name = "PATTERN", num_args = 1..)]
+    /// `--cgroups`.
     pub cgroups: Vec<String>,
-    /// Follow cgroups at most N levels below the mount (a cgroup counts its descendants'
-    /// tasks too, so a pod's cgroup counts its containers): with --cgroups, those it matches
-    /// no deeper than N; alone, every cgroup 1 to N levels down. --max-cgroups bounds both.
-    #[arg(long = "cgroup-depth", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// `--cgroup-depth`.
     pub cgroup_depth: Option<u32>,
-    /// The most cgroups followed at once; matching cgroups past it are left out and counted
-    /// by counterhal_cgroups_dropped_total.
-    #[arg(long = "max-cgroups", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(0..=4096))]
+    /// `--max-cgroups`.
     pub max_cgroups: u32,
-    /// How long a removed cgroup's last counts stay exported after a scrape first reads
-    /// them, a Prometheus duration (30s, 10m, 1h): long enough for the other Prometheus of an
-    /// HA pair, restarted or rolled out meanwhile, to read them when it is back.
-    #[arg(long = "departed-for", value_name = "DURATION", default_value = "10m", value_parser = departed_for)]
+    /// `--departed-for`.
     pub departed_for: Duration,
-    /// The most removed cgroups whose last counts are kept for a scrape; past it the oldest
-    /// are let go, counted by counterhal_cgroups_departed_evicted_total where no scrape had
-    /// read them (each holds one reading per event, about 100 bytes and its labels).
-    #[arg(long = "departed-max", value_name = "N", default_value_t = counting::DEPARTED_MAX, value_parser = clap::value_parser!(usize))]
+    /// `--departed-max`.
     pub departed_max: usize,
-    /// How the cgroups are counted: bpf (each event once per CPU, summed per cgroup by a BPF
-    /// program at every context switch: no descriptor per cgroup; needs Linux 5.10, cgroup
-    /// v2, CAP_BPF and CAP_PERFMON or root), perf-events (one perf event per event, CPU and
-    /// cgroup), or auto (bpf where it works, else perf-events, saying why at start).
-    #[arg(long = "cgroup-mode", value_name = "MODE", value_enum, default_value_t = CgroupModeArg::Auto)]
+    /// `--cgroup-mode`.
     pub cgroup_mode: CgroupModeArg,
-    /// The kubelet's --cgroup-root (cgroupRoot in its configuration file), as it takes it:
-    /// pods' cgroups get their pod_uid, container_id and qos_class labels only below its
-    /// kubepods (/kubepods/... or /kubepods.slice/... at the top of the mount by default;
-    /// /kubelet/kubepods/... or /kubelet.slice/kubelet-kubepods.slice/... for kind's
-    /// /kubelet).
-    #[arg(long = "kubelet-cgroup-root", value_name = "PATH", default_value = "/", value_parser = kubelet_root)]
+    /// `--kubelet-cgroup-root`.
     pub kubelet_cgroup_root: String,
-    /// The directory of the kubelet's log directories, /var/log on a node: pods' cgroups get
-    /// their namespace and pod labels, and containers' their container label, from the names
-    /// the kubelet gives its pods/NAMESPACE_POD_UID directories and
-    /// containers/POD_NAMESPACE_CONTAINER-ID.log links there (no file in them is read),
-    /// read again as pods come; off unless given.
-    #[arg(long = "kubelet-logs", value_name = "DIR")]
+    /// `--kubelet-logs`.
     pub kubelet_logs: Option<std::path::PathBuf>,
-    /// Which of the names --kubelet-logs reads label a pod's series: namespace, pod,
-    /// container.
-    #[arg(long = "kubelet-log-labels", value_name = "LABEL[,LABEL]", value_enum, value_delimiter = ',', requires = "kubelet_logs", default_values_t = NameLabelArg::ALL)]
+    /// `--kubelet-log-labels`.
     pub kubelet_log_labels: Vec<NameLabelArg>,
-    /// Slurm's CgroupSlice (cgroup.conf), as it takes it: the cgroups of jobs, steps and
-    /// tasks get their slurm_job_id (or slurm_sluid), slurm_step and slurm_task labels only in
-    /// slurmstepd's scope there (SLICE/slurmstepd.scope/job_ID/step_STEP/user/task_N, or
-    /// SLUID/... from Slurm 26.05, or SLICE/NODE_slurmstepd.scope/...).
-    #[arg(long = "slurm-cgroup-slice", value_name = "SLICE", default_value = "system.slice", value_parser = slurm_slice)]
+    /// `--slurm-cgroup-slice`.
     pub slurm_cgroup_slice: String,
-    /// Count only these CPUs (of those online), system-wide and per cgroup: a list as
-    /// /sys/devices/system/cpu/online writes one (0-3,8); every CPU online by default.
-    #[arg(long = "cpus", value_name = "LIST", value_parser = cpu_list)]
+    /// `--cpus`.
     pub cpus: Option<counterhal::CpuList>,
-    /// A cgroup's series per CPU (a cpu label), as the system-wide series are, instead of
-    /// one series per event and cgroup summed over the CPUs (value, enabled and running each).
-    #[arg(long = "per-cpu")]
+    /// `--per-cpu`.
     pub per_cpu: bool,
-    /// The system-wide series summed per socket (a socket label, no cpu label) instead of one
-    /// per CPU, as perf stat -a --per-socket aggregates (value, enabled and running each).
-    #[arg(long = "per-socket", conflicts_with = "per_die")]
+    /// `--per-socket`.
     pub per_socket: bool,
-    /// The system-wide series summed per die (socket and die labels, no cpu label) instead
-    /// of one per CPU, as perf stat -a --per-die aggregates.
-    #[arg(long = "per-die")]
+    /// `--per-die`.
     pub per_die: bool,
-    /// For which events the times enabled and running are exported: multiplexed (those the
-    /// kernel may multiplex: hardware and uncore events; software events, tracepoints, msr
-    /// and energy events always run while enabled, their two times equal) or always (every
-    /// event).
-    #[arg(long = "times", value_name = "WHICH", value_enum, default_value_t = TimesArg::Multiplexed)]
+    /// `--times`.
     pub times: TimesArg,
-    /// The most client connections open at once; past it, the one that has waited longest
-    /// for its request is closed for the new one.
-    #[arg(long = "max-connections", value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// `--max-connections`.
     pub max_connections: u32,
-    /// Seconds a client has to send its whole request head (then 408 and closed).
-    #[arg(long = "header-timeout", value_name = "SECONDS", default_value = "5", value_parser = seconds)]
+    /// `--header-timeout`.
     pub header_timeout: Duration,
-    /// Seconds a client has to take the whole answer (then the connection is closed).
-    #[arg(long = "write-timeout", value_name = "SECONDS", default_value = "10", value_parser = seconds)]
+    /// `--write-timeout`.
     pub write_timeout: Duration,
-    /// TLS, basic authentication, response headers and a rate limit from a YAML file in the
-    /// format of Prometheus' exporter-toolkit (the file node_exporter's --web.config.file
-    /// reads); read again when it changes. docs/serve.md says what it takes.
-    #[arg(long = "web.config.file", value_name = "FILE")]
+    /// `--web.config.file`.
     pub web_config: Option<std::path::PathBuf>,
 }
 
@@ -269,54 +197,7 @@ impl Failure {
     }
 }
 
-/// A PromQL range duration (`30s`, `1m`, `1h30m`): a Prometheus duration from 1ms to
-/// [`http::web::LONGEST`], as PromQL's parser takes a range (`0`, `0s` and longer ones refused).
-fn promql_duration(text: &str) -> Result<String, String> {
-    let range = format!("a rate() window is from 1ms to {}", http::web::LONGEST);
-    match http::web::duration(text) {
-        Ok(window) if text != "0" && !window.is_zero() => Ok(text.to_string()),
-        Ok(_) => Err(format!("`{text}` is no time: {range}")),
-        Err(e) => Err(format!("{e}; {range}")),
-    }
-}
-
-/// `--departed-for`: a Prometheus duration, 0 included (a removed cgroup's last counts
-/// exported by one scrape alone).
-fn departed_for(text: &str) -> Result<Duration, String> {
-    http::web::duration(text).map_err(|e| format!("{e}: a Prometheus duration (30s, 10m, 1h)"))
-}
-
-/// A list of CPUs (`0-3,8`), at least one.
-fn cpu_list(text: &str) -> Result<counterhal::CpuList, String> {
-    match text.parse::<counterhal::CpuList>() {
-        Ok(cpus) if !cpus.is_empty() => Ok(cpus),
-        Ok(_) => Err("the list names no CPU: give at least one (0-3,8)".to_string()),
-        Err(e) => Err(format!("{e}: a list of CPUs is numbers and ranges (0-3,8)")),
-    }
-}
-
-/// A Slurm `CgroupSlice` (`system.slice`).
-fn slurm_slice(text: &str) -> Result<String, String> {
-    labels::slurm::Slurmstepd::new(text).map(|_| text.to_string())
-}
-
-/// A kubelet `--cgroup-root` (`/`, `/kubelet`).
-fn kubelet_root(text: &str) -> Result<String, String> {
-    labels::kubernetes::Kubelet::new(text).map(|_| text.to_string())
-}
-
-/// A duration in seconds between 0.01 and 300.
-fn seconds(text: &str) -> Result<Duration, String> {
-    let value: f64 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    if !(0.01..=300.0).contains(&value) {
-        return Err(format!("{text} s is outside 0.01 to 300 seconds"));
-    }
-    Ok(Duration::from_secs_f64(value))
-}
-
-impl ServeArgs {
+impl Config {
     /// The event names: `-e`'s lists split as stat splits them, or the default set where
     /// neither `-e` nor `-M` names any.
     fn event_names(&self) -> Vec<String> {
@@ -352,7 +233,7 @@ fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, Failure> {
 /// `--cgroup-mode bpf` where BPF cannot count here, with why and what would allow it; an
 /// event the counter does not take (exit 1).
 fn cgroup_counter(
-    args: &ServeArgs,
+    args: &Config,
     backend: &counterhal::Chosen,
     plan: &events::Plan,
     mut watch: discovery::Watch,
@@ -378,7 +259,7 @@ fn cgroup_counter(
 
 /// `--kubelet-logs`: the kubelet's log directories, read once now, with how many pods and
 /// containers they name said in the log (and why a directory cannot be read).
-fn kubelet_logs(args: &ServeArgs) -> Option<labels::kubelet_logs::KubeletLogs> {
+fn kubelet_logs(args: &Config) -> Option<labels::kubelet_logs::KubeletLogs> {
     let dir = args.kubelet_logs.as_ref()?;
     let logs = labels::kubelet_logs::KubeletLogs::open(dir, &args.kubelet_log_labels);
     let (pods, containers) = logs.found();
@@ -396,7 +277,7 @@ fn kubelet_logs(args: &ServeArgs) -> Option<labels::kubelet_logs::KubeletLogs> {
 ///
 /// # Errors
 /// A metric or group unknown on the model (exit 2, with the usage line).
-pub fn rules(args: &ServeArgs, context: &Context) -> Result<String, Failure> {
+pub fn rules(args: &Config, context: &Context) -> Result<String, Failure> {
     let model = context.model();
     let metrics =
         counterhal::metrics::chosen(&args.metrics, model).map_err(|e| Failure::usage(e, USAGE))?;
@@ -410,7 +291,7 @@ pub fn rules(args: &ServeArgs, context: &Context) -> Result<String, Failure> {
 /// # Errors
 /// Bad arguments or events that do not resolve (exit 2, with the usage line); no event that
 /// opens here, or an address that cannot be listened on (exit 1).
-pub fn run(args: ServeArgs, context: Context) -> Result<ExitCode, Failure> {
+pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
     // Before any thread starts: the signals are taken by the one thread that waits for them.
     signals::block();
     let metrics = counterhal::metrics::chosen(&args.metrics, context.model())

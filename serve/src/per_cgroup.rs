@@ -15,12 +15,10 @@
 //!
 //! [`CgroupCounter`]: counterhal_hal::CgroupCounter
 
-use clap::ValueEnum;
-
 use crate::text_format::{Family, Format, Kind, Label, Number};
 
 /// `--cgroup-mode`: how the cgroups are counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CgroupModeArg {
     /// BPF where it works here (Linux 5.10, cgroup v2, CAP_BPF and CAP_PERFMON or root),
     /// else perf events, the reason said at start.

@@ -40,7 +40,7 @@ pub const MAX_ENTRIES: usize = 65_536;
 const RACY: Duration = Duration::from_secs(1);
 
 /// The names `--kubelet-log-labels` lets onto a pod's series.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NameLabelArg {
     /// The pod's namespace.
     Namespace,

@@ -1,174 +1,19 @@
 //! The table of `counterhal stat`'s options, the one place each is described: its short and
 //! long names, perf's other long name, the value it takes, whether it may be given more than
 //! once, its default, what it sets in [`StatArgs`], and what `--help` says of it; then the
-//! rules between options ([`CONFLICTS`], [`REQUIRES`]). `parser` reads the command line by it;
-//! `described` makes clap's description of it, which writes `--help`, `docs/cli.md`, the
-//! manual page and the completions.
-
-use std::path::PathBuf;
+//! rules between options ([`CONFLICTS`], [`REQUIRES`]): `StatArgs`' [`Table`], which the one
+//! parser ([`crate::args`]) reads the command line by, and describes to clap for `--help`,
+//! `docs/cli.md`, the manual page and the completions.
 
 use counterhal::split_event_list;
 
+use super::stat_args::USAGE;
 use super::stat_args::{StatArgs, group_members};
-use crate::options::parse_backend;
-
-/// What an option does with what follows it.
-#[derive(Clone, Copy)]
-pub(super) enum Action {
-    /// No value: sets its field.
-    Flag(fn(&mut StatArgs)),
-    /// No value, counted: each time it is given adds one (`-d`, `-dd`).
-    Count(fn(&mut StatArgs)),
-    /// One value, text: parsed into its field, or what a right value would be.
-    Text(fn(&mut StatArgs, &str) -> Result<(), &'static str>),
-    /// One value, a path (any bytes).
-    Path(fn(&mut StatArgs, PathBuf)),
-    /// A value only when written `--long=VALUE` (`require_equals`) or, without it, the next
-    /// word when it is no option.
-    Optional(fn(&mut StatArgs, Option<&str>), bool),
-}
-
-/// One option: its short and long names, perf's other long name, the value it takes (as
-/// `--help` names it), whether it may be given more than once, its default, whether `--help`
-/// hides it, what it does and what `--help` says of it.
-pub(super) struct Spec {
-    /// `-e`.
-    pub(super) short: Option<char>,
-    /// `--event`.
-    pub(super) long: &'static str,
-    /// perf's other long name (`--cpu` for `--cpu-list`).
-    pub(super) alias: Option<&'static str>,
-    /// What `--help` calls its value (`EV[,EV...]`); empty for a switch.
-    pub(super) value_name: &'static str,
-    /// Whether it may be given more than once.
-    pub(super) repeats: bool,
-    /// The value taken when the option is not given (`-r`'s 1), set before the words are read.
-    pub(super) default: Option<&'static str>,
-    /// Left out of `--help` (perf's options refused here, `--iostat`...).
-    pub(super) hidden: bool,
-    /// What it does with what follows it.
-    pub(super) action: Action,
-    /// What `--help` says; `None` for an option the command's other subcommands take too
-    /// (`--cpu-model`, `--events`, `--descriptions`, `--sysfs`), whose words are theirs
-    /// ([`crate::options`]).
-    pub(super) help: Option<&'static str>,
-}
-
-/// An option of these names and value that does `action`; the rest as the builders below
-/// say (given once, no default, shown, no words of its own).
-const fn spec(
-    short: Option<char>,
-    long: &'static str,
-    value_name: &'static str,
-    action: Action,
-) -> Spec {
-    Spec {
-        short,
-        long,
-        alias: None,
-        value_name,
-        repeats: false,
-        default: None,
-        hidden: false,
-        action,
-        help: None,
-    }
-}
-
-/// A switch that sets its field.
-const fn flag(short: Option<char>, long: &'static str, set: fn(&mut StatArgs)) -> Spec {
-    spec(short, long, "", Action::Flag(set))
-}
-
-/// A switch counted each time it is given.
-const fn count(short: Option<char>, long: &'static str, add: fn(&mut StatArgs)) -> Spec {
-    spec(short, long, "", Action::Count(add)).repeated()
-}
-
-/// An option with a value, text.
-const fn text(
-    short: Option<char>,
-    long: &'static str,
-    value_name: &'static str,
-    set: fn(&mut StatArgs, &str) -> Result<(), &'static str>,
-) -> Spec {
-    spec(short, long, value_name, Action::Text(set))
-}
-
-/// An option with a value, a path, and no short name.
-const fn path(
-    long: &'static str,
-    value_name: &'static str,
-    set: fn(&mut StatArgs, PathBuf),
-) -> Spec {
-    spec(None, long, value_name, Action::Path(set))
-}
-
-impl Spec {
-    /// Given more than once (a list, or a count).
-    const fn repeated(self) -> Spec {
-        Spec {
-            repeats: true,
-            ..self
-        }
-    }
-
-    /// With perf's other long name.
-    const fn alias(self, alias: &'static str) -> Spec {
-        Spec {
-            alias: Some(alias),
-            ..self
-        }
-    }
-
-    /// Taking `value` when not given.
-    const fn default(self, value: &'static str) -> Spec {
-        Spec {
-            default: Some(value),
-            ..self
-        }
-    }
-
-    /// Left out of `--help`.
-    const fn hidden(self) -> Spec {
-        Spec {
-            hidden: true,
-            ..self
-        }
-    }
-
-    /// What `--help` says of it.
-    const fn says(self, help: &'static str) -> Spec {
-        Spec {
-            help: Some(help),
-            ..self
-        }
-    }
-
-    /// How messages name it: `-r/--repeat` or `--timeout`.
-    pub(super) fn name(&self) -> String {
-        match self.short {
-            Some(short) => format!("-{short}/--{}", self.long),
-            None => format!("--{}", self.long),
-        }
-    }
-
-    /// Whether it takes a value (always, or when attached).
-    pub(super) fn takes_value(&self) -> bool {
-        !matches!(self.action, Action::Flag(_) | Action::Count(_))
-    }
-}
-
-/// A whole number, as Rust's `parse` reads it.
-fn number<T: std::str::FromStr>(value: &str, right: &'static str) -> Result<T, &'static str> {
-    value.parse().map_err(|_| right)
-}
-
-/// A list option's values: every value given, in order.
-fn push(list: &mut Vec<String>, value: &str) -> Result<(), &'static str> {
-    list.push(value.to_string());
-    Ok(())
-}
+use crate::args::spec::{Action, Spec, count, flag, number, path, push, spec, text};
+use crate::args::{Table, Words};
+use crate::options::{
+    Databased, Sysfsed, cpu_model, descriptions, events_file, parse_backend, sysfs,
+};
 
 /// How many events the `-e` values given so far name (a `-G` or `--filter` applies to them).
 fn events_so_far(args: &StatArgs) -> usize {
@@ -186,8 +31,8 @@ pub(super) const COMMAND: &str = "The command to run: after `--`, or from the fi
     default, `-` for a pipe, as perf's stat records), `report` its `stat report -i FILE`";
 
 /// Every option of `counterhal stat`, in the order `--help` lists them.
-pub(super) const OPTIONS: [Spec; 69] = [
-    text(Some('e'), "event", "EV[,EV...]", |a, v| {
+pub(super) const OPTIONS: [Spec<StatArgs>; 69] = [
+    text(Some('e'), "event", "EV[,EV...]", |a: &mut StatArgs, v| {
         push(&mut a.event_names, v)
     })
     .repeated()
@@ -195,28 +40,23 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "Events to count, comma-separated or repeated (default: perf stat's set); a comma \
         inside a PMU event's `/.../` or a group's `{...}` separates nothing",
     ),
-    text(None, "backend", "BACKEND", |a, v| {
+    text(None, "backend", "BACKEND", |a: &mut StatArgs, v| {
         a.backend = Some(parse_backend(v).map_err(|_| "a backend `counterhal info` lists")?);
         Ok(())
     })
     .says("The backend (a name `counterhal info` lists); default: the first that works here"),
-    flag(None, "model", |a| a.model = true).says(
+    flag(None, "model", |a: &mut StatArgs| a.model = true).says(
         "Count on the backend's device model, where it has one, instead of its device, fed a \
         steady synthetic workload while CMD runs (per 10 ns of the model's clock: 4 \
         instructions, 1 branch, 2 cycles): what the backend would print here, its \
         multiplexing included. The counts are the model's, not this machine's, and the output \
         says so",
     ),
-    text(None, "cpu-model", "MODEL", |a, v| {
-        a.database.cpu = Some(v.to_string());
-        Ok(())
-    }),
-    path("events", "FILE", |a, v| a.database.events_file = Some(v)),
-    path("descriptions", "DIR", |a, v| {
-        a.database.descriptions = Some(v)
-    }),
-    path("sysfs", "DIR", |a, v| a.sysfs.sysfs = Some(v)),
-    text(Some('p'), "pid", "PID[,PID]", |a, v| {
+    cpu_model(),
+    events_file(),
+    descriptions(),
+    sysfs(),
+    text(Some('p'), "pid", "PID[,PID]", |a: &mut StatArgs, v| {
         a.pid = Some(v.to_string());
         Ok(())
     })
@@ -224,11 +64,11 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "Count existing processes (every thread, and what it creates from now on), one or a \
         comma-separated list, while CMD runs, or without CMD until Ctrl-C or --timeout",
     ),
-    flag(Some('a'), "all-cpus", |a| a.all_cpus = true).says(
+    flag(Some('a'), "all-cpus", |a: &mut StatArgs| a.all_cpus = true).says(
         "Count every CPU (system wide) while CMD runs, or without CMD until Ctrl-C or \
         --timeout; with -C, the CPUs of -C (as perf's -a -C)",
     ),
-    text(Some('C'), "cpu-list", "CPUS", |a, v| {
+    text(Some('C'), "cpu-list", "CPUS", |a: &mut StatArgs, v| {
         a.cpu_list = Some(v.to_string());
         Ok(())
     })
@@ -237,16 +77,25 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "Count these CPUs (system wide) while CMD runs, e.g. 0 or 0,2-3 (`--cpu` as in perf; \
         `--cpu-model` names the CPU model)",
     ),
-    text(Some('r'), "repeat", "N", |a, v| {
+    text(Some('r'), "repeat", "N", |a: &mut StatArgs, v| {
         let right = "a whole number of runs, at least 1, e.g. -r 3";
-        a.repeat = number::<u32>(v, right).and_then(|n| if n >= 1 { Ok(n) } else { Err(right) })?;
+        a.repeat = number::<u32>(v, right).and_then(|n| {
+            if n >= 1 {
+                Ok(n)
+            } else {
+                Err(right.to_string())
+            }
+        })?;
         Ok(())
     })
     .default("1")
     .says("Run the command N times and print the mean (with the spread)"),
-    text(Some('M'), "metrics", "METRIC[,METRIC]", |a, v| {
-        push(&mut a.metrics, v)
-    })
+    text(
+        Some('M'),
+        "metrics",
+        "METRIC[,METRIC]",
+        |a: &mut StatArgs, v| push(&mut a.metrics, v),
+    )
     .repeated()
     .says(
         "Metrics or metric groups to compute, comma-separated: the CPU model's from the event \
@@ -254,24 +103,31 @@ pub(super) const OPTIONS: [Spec; 69] = [
         CPUs_utilized, branch_miss_rate, cache_miss_rate, TopdownL1...); their events are \
         added",
     ),
-    flag(Some('A'), "no-aggr", |a| a.no_aggregate = true)
-        .alias("no-aggregate")
-        .says("Print per CPU, not added up (with -a or -C; perf's --no-aggr)"),
-    flag(None, "per-thread", |a| a.per_thread = true)
+    flag(Some('A'), "no-aggr", |a: &mut StatArgs| {
+        a.no_aggregate = true
+    })
+    .alias("no-aggregate")
+    .says("Print per CPU, not added up (with -a or -C; perf's --no-aggr)"),
+    flag(None, "per-thread", |a: &mut StatArgs| a.per_thread = true)
         .says("Print per thread of the process (with -p) or of the threads (with -t)"),
-    text(Some('I'), "interval-print", "MS", |a, v| {
+    text(Some('I'), "interval-print", "MS", |a: &mut StatArgs, v| {
         a.interval_ms = Some(number(v, "milliseconds, a whole number, e.g. -I 100")?);
         Ok(())
     })
     .says("Print the counts of every interval of MS milliseconds (at least 10) while counting"),
-    text(None, "interval-count", "N", |a, v| {
+    text(None, "interval-count", "N", |a: &mut StatArgs, v| {
         let right = "a whole number of intervals, at least 1, e.g. --interval-count 5";
-        a.interval_count =
-            Some(number::<u32>(v, right).and_then(|n| if n >= 1 { Ok(n) } else { Err(right) })?);
+        a.interval_count = Some(number::<u32>(v, right).and_then(|n| {
+            if n >= 1 {
+                Ok(n)
+            } else {
+                Err(right.to_string())
+            }
+        })?);
         Ok(())
     })
     .says("Stop after N intervals (with -I)"),
-    text(None, "timeout", "MS", |a, v| {
+    text(None, "timeout", "MS", |a: &mut StatArgs, v| {
         a.timeout_ms = Some(number(
             v,
             "milliseconds, a whole number, e.g. --timeout 500",
@@ -279,31 +135,42 @@ pub(super) const OPTIONS: [Spec; 69] = [
         Ok(())
     })
     .says("Stop counting (and the command) after MS milliseconds (at least 10)"),
-    path("plot", "FILE.svg", |a, v| a.plot = Some(v))
-        .says("With -I: draw each event's rate over time to this SVG file"),
-    text(Some('x'), "field-separator", "SEP", |a, v| {
-        a.separator = Some(v.to_string());
-        Ok(())
+    path(None, "plot", "FILE.svg", |a: &mut StatArgs, v| {
+        a.plot = Some(v)
     })
+    .says("With -I: draw each event's rate over time to this SVG file"),
+    text(
+        Some('x'),
+        "field-separator",
+        "SEP",
+        |a: &mut StatArgs, v| {
+            a.separator = Some(v.to_string());
+            Ok(())
+        },
+    )
     .says(
         "perf's CSV with this separator: value, unit, event, [spread,] time running, percent \
         running, metric value, metric unit (with -I the time first, with -A the CPU)",
     ),
-    flag(Some('j'), "json-output", |a| a.json_lines = true)
-        .says("perf's JSON: one object per event (and per interval, CPU or thread) per line"),
-    flag(None, "json", |a| a.json = true)
+    flag(Some('j'), "json-output", |a: &mut StatArgs| {
+        a.json_lines = true
+    })
+    .says("perf's JSON: one object per event (and per interval, CPU or thread) per line"),
+    flag(None, "json", |a: &mut StatArgs| a.json = true)
         .says("One JSON document for the whole run: the command, its times, every event's reading"),
     Spec {
         short: Some('o'),
-        ..path("output", "FILE", |a, v| a.output = Some(v))
+        ..path(None, "output", "FILE", |a: &mut StatArgs, v| {
+            a.output = Some(v)
+        })
     }
     .says(
         "Write the results to FILE instead of standard error (where perf writes them too, so \
         that the command's own output stays clean)",
     ),
-    flag(Some('n'), "null", |a| a.more.null = true)
+    flag(Some('n'), "null", |a: &mut StatArgs| a.more.null = true)
         .says("Null run: count no events, print only the times (perf's -n)"),
-    text(Some('D'), "delay", "MS", |a, v| {
+    text(Some('D'), "delay", "MS", |a: &mut StatArgs, v| {
         a.more.delay_ms = Some(number(
             v,
             "milliseconds, a whole number (-1: disabled until --control's enable), e.g. -D 100",
@@ -314,7 +181,7 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "Count only from MS milliseconds after the command starts (-1: start with the events \
         disabled, until --control's `enable`)",
     ),
-    text(None, "control", "SPEC", |a, v| {
+    text(None, "control", "SPEC", |a: &mut StatArgs, v| {
         a.more.control = Some(v.to_string());
         Ok(())
     })
@@ -323,14 +190,19 @@ pub(super) const OPTIONS: [Spec; 69] = [
         ping) from SPEC, fd:CTL[,ACK] (descriptors) or fifo:CTL[,ACK] (fifos), each \
         acknowledged (`ack`) on ACK",
     ),
-    flag(Some('q'), "quiet", |a| a.more.quiet = true)
+    flag(Some('q'), "quiet", |a: &mut StatArgs| a.more.quiet = true)
         .says("Print no results (the command's status is still passed on)"),
-    flag(Some('B'), "big-num", |a| a.more.big_num = true)
-        .says("Group digits in the table (the default; refused with -x, as perf refuses it)"),
-    flag(None, "no-big-num", |a| a.more.no_big_num = true).says("Do not group digits in the table"),
-    flag(None, "append", |a| a.more.append = true)
+    flag(Some('B'), "big-num", |a: &mut StatArgs| {
+        a.more.big_num = true
+    })
+    .says("Group digits in the table (the default; refused with -x, as perf refuses it)"),
+    flag(None, "no-big-num", |a: &mut StatArgs| {
+        a.more.no_big_num = true
+    })
+    .says("Do not group digits in the table"),
+    flag(None, "append", |a: &mut StatArgs| a.more.append = true)
         .says("With -o: add the results to the end of FILE instead of replacing it"),
-    text(None, "log-fd", "FD", |a, v| {
+    text(None, "log-fd", "FD", |a: &mut StatArgs, v| {
         a.more.log_fd = Some(number(
             v,
             "an open file descriptor's number, e.g. --log-fd 3",
@@ -341,11 +213,13 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "Write the results to this open file descriptor (added to what it holds) instead of \
         standard error",
     ),
-    flag(None, "all-user", |a| a.more.all_user = true)
+    flag(None, "all-user", |a: &mut StatArgs| a.more.all_user = true)
         .says("Count every event in user space only (`:u` added to each event without a modifier)"),
-    flag(None, "all-kernel", |a| a.more.all_kernel = true)
-        .says("Count every event in the kernel only (`:k` added to each event without a modifier)"),
-    text(Some('t'), "tid", "TID[,TID]", |a, v| {
+    flag(None, "all-kernel", |a: &mut StatArgs| {
+        a.more.all_kernel = true
+    })
+    .says("Count every event in the kernel only (`:k` added to each event without a modifier)"),
+    text(Some('t'), "tid", "TID[,TID]", |a: &mut StatArgs, v| {
         a.more.tid = Some(v.to_string());
         Ok(())
     })
@@ -353,32 +227,43 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "Count existing threads (by their thread ids) while CMD runs, or without CMD until \
         Ctrl-C or --timeout",
     ),
-    flag(Some('i'), "no-inherit", |a| a.more.no_inherit = true).says(
+    flag(Some('i'), "no-inherit", |a: &mut StatArgs| {
+        a.more.no_inherit = true
+    })
+    .says(
         "Count the command's own process, not the processes and threads it creates; with -p \
         the process's threads, not the children they create from now on (with -a or -C it \
         changes nothing: CPUs count whatever runs on them)",
     ),
-    text(Some('G'), "cgroup", "NAME[,NAME...]", |a, v| {
-        let before = events_so_far(a);
-        a.more.events_before_cgroups.push(Some(before));
-        push(&mut a.more.cgroups, v)
-    })
+    text(
+        Some('G'),
+        "cgroup",
+        "NAME[,NAME...]",
+        |a: &mut StatArgs, v| {
+            let before = events_so_far(a);
+            a.more.events_before_cgroups.push(Some(before));
+            push(&mut a.more.cgroups, v)
+        },
+    )
     .repeated()
     .says(
         "With -a or -C: count the events given before it only while tasks of these cgroups \
         run, the n-th name for the n-th event (one name: every event; an empty name: none), \
         each a path under the perf_event (or cgroup2) mount",
     ),
-    text(None, "for-each-cgroup", "NAME[,NAME...]", |a, v| {
-        push(&mut a.more.for_each_cgroup, v)
-    })
+    text(
+        None,
+        "for-each-cgroup",
+        "NAME[,NAME...]",
+        |a: &mut StatArgs, v| push(&mut a.more.for_each_cgroup, v),
+    )
     .repeated()
     .says(
         "With -a or -C: count every event once per cgroup, only while that cgroup's tasks run \
         (a list with any of {}[]()|*+?^$: basic regular expressions matched against every \
         cgroup's path, as perf matches them)",
     ),
-    text(None, "filter", "FILTER", |a, v| {
+    text(None, "filter", "FILTER", |a: &mut StatArgs, v| {
         let before = events_so_far(a);
         a.more.events_before_filters.push(before);
         push(&mut a.more.filters, v)
@@ -389,9 +274,9 @@ pub(super) const OPTIONS: [Spec; 69] = [
         the kernel's event-filter syntax (`fd == 1`, `comm ~ \"sh*\" && count > 64`); the \
         fields are in /sys/kernel/tracing/events/SUBSYSTEM/EVENT/format",
     ),
-    flag(Some('g'), "group", |a| a.more.group = true)
+    flag(Some('g'), "group", |a: &mut StatArgs| a.more.group = true)
         .says("Count every event in one group (all together or not at all), as `{a,b,...}` would"),
-    count(Some('d'), "detailed", |a| {
+    count(Some('d'), "detailed", |a: &mut StatArgs| {
         a.more.detailed = a.more.detailed.saturating_add(1)
     })
     .says(
@@ -399,46 +284,51 @@ pub(super) const OPTIONS: [Spec; 69] = [
         -dd also L1 instruction cache and TLBs; -ddd also L1 data prefetches)",
     ),
     // --scale and --no-scale override each other: the last one given counts.
-    flag(None, "no-scale", |a| {
+    flag(None, "no-scale", |a: &mut StatArgs| {
         (a.more.no_scale, a.more.scale) = (true, false)
     })
     .repeated()
     .says("Print raw counts, not scaled for the time an event was multiplexed out"),
-    flag(None, "scale", |a| {
+    flag(None, "scale", |a: &mut StatArgs| {
         (a.more.scale, a.more.no_scale) = (true, false)
     })
     .repeated()
     .says("Scale counts for multiplexing (the default)"),
-    flag(Some('v'), "verbose", |a| a.more.verbose = true).says(
+    flag(Some('v'), "verbose", |a: &mut StatArgs| {
+        a.more.verbose = true
+    })
+    .says(
         "Say which backend counts each event, and why an event cannot be counted, before the \
         results",
     ),
-    flag(Some('S'), "sync", |a| a.more.sync = true)
+    flag(Some('S'), "sync", |a: &mut StatArgs| a.more.sync = true)
         .says("Call sync before each run (so that dirty pages written back do not land in it)"),
-    text(None, "pre", "CMD", |a, v| {
+    text(None, "pre", "CMD", |a: &mut StatArgs, v| {
         a.more.pre = Some(v.to_string());
         Ok(())
     })
     .says("Run this shell command before each run (not counted)"),
-    text(None, "post", "CMD", |a, v| {
+    text(None, "post", "CMD", |a: &mut StatArgs, v| {
         a.more.post = Some(v.to_string());
         Ok(())
     })
     .says("Run this shell command after each run (not counted)"),
-    flag(None, "per-socket", |a| a.more.per_socket = true)
-        .says("With -a or -C: add up the CPUs of each socket"),
-    flag(None, "per-die", |a| a.more.per_die = true)
+    flag(None, "per-socket", |a: &mut StatArgs| {
+        a.more.per_socket = true
+    })
+    .says("With -a or -C: add up the CPUs of each socket"),
+    flag(None, "per-die", |a: &mut StatArgs| a.more.per_die = true)
         .says("With -a or -C: add up the CPUs of each die"),
-    flag(None, "per-core", |a| a.more.per_core = true)
+    flag(None, "per-core", |a: &mut StatArgs| a.more.per_core = true)
         .says("With -a or -C: add up the CPUs (hardware threads) of each core"),
-    flag(None, "per-node", |a| a.more.per_node = true)
+    flag(None, "per-node", |a: &mut StatArgs| a.more.per_node = true)
         .says("With -a or -C: add up the CPUs of each NUMA node"),
     spec(
         None,
         "per-cache",
         "LEVEL",
         Action::Optional(
-            |a, v| a.more.per_cache = Some(v.unwrap_or_default().to_string()),
+            |a: &mut StatArgs, v| a.more.per_cache = Some(v.unwrap_or_default().to_string()),
             true,
         ),
     )
@@ -446,26 +336,34 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "With -a or -C: add up the CPUs that share each cache of a level: the last level \
         (without a value), or L1 to L4 (`--per-cache=L2`)",
     ),
-    flag(None, "per-cluster", |a| a.more.per_cluster = true)
-        .says("With -a or -C: add up the CPUs of each cluster (`topology/cluster_id`)"),
-    flag(None, "summary", |a| a.more.summary = true).says(
+    flag(None, "per-cluster", |a: &mut StatArgs| {
+        a.more.per_cluster = true
+    })
+    .says("With -a or -C: add up the CPUs of each cluster (`topology/cluster_id`)"),
+    flag(None, "summary", |a: &mut StatArgs| a.more.summary = true).says(
         "With -I: after the intervals, the whole run as without -I (in -x each line starts \
         with `summary`)",
     ),
-    flag(None, "no-csv-summary", |a| a.more.no_csv_summary = true)
-        .says("With --summary and -x: no `summary` field before the whole run's lines"),
-    flag(None, "interval-clear", |a| a.more.interval_clear = true)
-        .says("With -I in the table: clear the screen before each interval"),
-    flag(None, "table", |a| a.more.table = true).says(
+    flag(None, "no-csv-summary", |a: &mut StatArgs| {
+        a.more.no_csv_summary = true
+    })
+    .says("With --summary and -x: no `summary` field before the whole run's lines"),
+    flag(None, "interval-clear", |a: &mut StatArgs| {
+        a.more.interval_clear = true
+    })
+    .says("With -I in the table: clear the screen before each interval"),
+    flag(None, "table", |a: &mut StatArgs| a.more.table = true).says(
         "With -r in the table: each run's elapsed time, its distance from the mean and a bar",
     ),
-    flag(None, "metric-only", |a| a.more.metric_only = true)
-        .says("Print the metrics alone, one column each (the metric column's and -M's), no counts"),
-    flag(None, "topdown", |a| a.more.topdown = true).says(
+    flag(None, "metric-only", |a: &mut StatArgs| {
+        a.more.metric_only = true
+    })
+    .says("Print the metrics alone, one column each (the metric column's and -M's), no counts"),
+    flag(None, "topdown", |a: &mut StatArgs| a.more.topdown = true).says(
         "Count and print the CPU model's top-down metrics of level 1 (metric group TopdownL1; \
         --td-level picks another), alone, as with --metric-only",
     ),
-    text(None, "td-level", "N", |a, v| {
+    text(None, "td-level", "N", |a: &mut StatArgs, v| {
         a.more.td_level = Some(number(
             v,
             "a whole number, the top-down level, e.g. --td-level 2",
@@ -476,22 +374,26 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "With --topdown: the level, 1 up to the deepest TopdownLN group of the CPU model (0: \
         1)",
     ),
-    flag(None, "percore-show-thread", |a| {
+    flag(None, "percore-show-thread", |a: &mut StatArgs| {
         a.more.percore_show_thread = true
     })
     .says(
         "Accepted: with no `percore` event term here (perf's), it changes nothing, as perf's \
         does not without one",
     ),
-    flag(None, "metric-no-group", |a| a.more.metric_no_group = true)
-        .says("Accepted: no metric's events are grouped here (each is opened on its own)"),
-    flag(None, "metric-no-merge", |a| a.more.metric_no_merge = true)
-        .says("Accepted: every metric's events are counted once, shared between metrics, already"),
-    flag(None, "no-merge", |a| a.more.no_merge = true).says(
+    flag(None, "metric-no-group", |a: &mut StatArgs| {
+        a.more.metric_no_group = true
+    })
+    .says("Accepted: no metric's events are grouped here (each is opened on its own)"),
+    flag(None, "metric-no-merge", |a: &mut StatArgs| {
+        a.more.metric_no_merge = true
+    })
+    .says("Accepted: every metric's events are counted once, shared between metrics, already"),
+    flag(None, "no-merge", |a: &mut StatArgs| a.more.no_merge = true).says(
         "One line per PMU a PMU event names (each `uncore_imc_N` of `uncore_imc/EV/`, named \
         `uncore_imc_N/EV/`), where by default one line adds them up",
     ),
-    text(None, "cputype", "TYPE", |a, v| {
+    text(None, "cputype", "TYPE", |a: &mut StatArgs, v| {
         a.more.cputype = Some(v.to_string());
         Ok(())
     })
@@ -499,11 +401,14 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "On a hybrid CPU: count each event on this kind of core alone (`atom`, `core`, or the \
         PMU's name, `cpu_atom`)",
     ),
-    flag(None, "hybrid-merge", |a| a.more.hybrid_merge = true).says(
+    flag(None, "hybrid-merge", |a: &mut StatArgs| {
+        a.more.hybrid_merge = true
+    })
+    .says(
         "Accepted: an event counted on a hybrid CPU's core and atom PMUs prints as one line, \
         their counts added up, already",
     ),
-    flag(Some('b'), "bpf-counters", |a| {
+    flag(Some('b'), "bpf-counters", |a: &mut StatArgs| {
         a.more.refused.bpf_counters = true
     })
     .says(
@@ -512,7 +417,7 @@ pub(super) const OPTIONS: [Spec; 69] = [
         --for-each-cgroup: each cgroup's events summed by a BPF program at every cgroup \
         switch (needs CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN, or root)",
     ),
-    path("bpf-attr-map", "PATH", |a, v| {
+    path(None, "bpf-attr-map", "PATH", |a: &mut StatArgs, v| {
         a.more.refused.bpf_attr_map = Some(v)
     })
     .says(
@@ -524,16 +429,18 @@ pub(super) const OPTIONS: [Spec; 69] = [
         "iostat",
         "ARG",
         Action::Optional(
-            |a, v| a.more.refused.iostat = Some(v.map(str::to_string)),
+            |a: &mut StatArgs, v| a.more.refused.iostat = Some(v.map(str::to_string)),
             false,
         ),
     )
     .hidden()
     .says("Not implemented: Intel's uncore I/O stack PMUs"),
-    flag(None, "smi-cost", |a| a.more.refused.smi_cost = true)
-        .hidden()
-        .says("Not implemented: the SMI count and cost"),
-    flag(Some('T'), "transaction", |a| {
+    flag(None, "smi-cost", |a: &mut StatArgs| {
+        a.more.refused.smi_cost = true
+    })
+    .hidden()
+    .says("Not implemented: the SMI count and cost"),
+    flag(Some('T'), "transaction", |a: &mut StatArgs| {
         a.more.refused.transaction = true
     })
     .hidden()
@@ -620,3 +527,29 @@ pub(super) const REQUIRES: &[(&str, &str, &str)] = &[
         "-b --bpf-attr-map /sys/fs/bpf/perf_attr_map",
     ),
 ];
+
+impl Databased for StatArgs {
+    fn database(&mut self) -> &mut crate::options::DatabaseArgs {
+        &mut self.database
+    }
+}
+
+impl Sysfsed for StatArgs {
+    fn sysfs(&mut self) -> &mut crate::options::SysfsArgs {
+        &mut self.sysfs
+    }
+}
+
+impl Table for StatArgs {
+    const NAME: &'static str = "stat";
+    const USAGE: &'static str = USAGE;
+    const OPTIONS: &'static [Spec<StatArgs>] = &OPTIONS;
+    const CONFLICTS: &'static [(&'static str, &'static [&'static str])] = CONFLICTS;
+    const REQUIRES: &'static [(&'static str, &'static str, &'static str)] = REQUIRES;
+    const WORDS: Words = Words::Command("CMD", COMMAND);
+
+    fn word(&mut self, word: std::ffi::OsString) -> Result<(), String> {
+        self.command.push(word);
+        Ok(())
+    }
+}

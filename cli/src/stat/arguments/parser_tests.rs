@@ -6,9 +6,21 @@ use std::ffi::OsString;
 
 use clap::{ArgAction, CommandFactory};
 
-use super::{Parsed, by_long, parse};
+use crate::args::Parsed;
+use crate::args::spec::Action;
+use crate::error::CliError;
 use crate::stat::arguments::StatArgs;
-use crate::stat::arguments::options::{Action, CONFLICTS, OPTIONS, REQUIRES};
+use crate::stat::arguments::options::{CONFLICTS, OPTIONS, REQUIRES};
+
+/// stat's words read by the one parser.
+fn parse(words: impl IntoIterator<Item = OsString>) -> Result<Parsed<StatArgs>, CliError> {
+    crate::args::parse::<StatArgs>(words)
+}
+
+/// The option of this long name or alias in stat's table.
+fn by_long(name: &str) -> Option<usize> {
+    crate::args::parser::by_long::<StatArgs>(name)
+}
 
 fn read(words: &[&str]) -> Result<StatArgs, String> {
     match parse(words.iter().map(OsString::from)) {
@@ -122,7 +134,7 @@ fn spellings() -> Vec<(usize, Vec<String>)> {
                     spell(vec![long.clone(), value.to_string()]);
                 }
             }
-            Action::Text(_) | Action::Path(_) => {
+            Action::Text(_) | Action::Path(_) | Action::Many(_) => {
                 spell(vec![long.clone(), value.to_string()]);
                 spell(vec![format!("{long}={value}")]);
                 if let Some(short) = option.short {

@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 
 use super::Subcommand;
-use crate::stat::arguments::parser::Parsed;
+use crate::args::Parsed;
 
 fn stat_of(words: &[&str]) -> Box<StatArgs> {
     let argv: Vec<OsString> = words.iter().map(OsString::from).collect();

@@ -311,21 +311,23 @@ mod tests {
                 "Debian's prometheus (promtool) is not installed"
             );
         }
-        #[derive(clap::Parser)]
-        struct Serve {
-            #[command(flatten)]
-            args: counterhal_serve::ServeArgs,
-        }
-        let serve = <Serve as clap::Parser>::try_parse_from([
+        let names = names.join(",");
+        let argv = [
+            "counterhal",
             "serve",
             "--rules",
             "--rules-window",
             "1m",
             "-M",
-            &names.join(","),
-        ])
-        .unwrap();
-        let rules = counterhal_serve::rules(&serve.args, &context).unwrap();
+        ];
+        let argv = argv.into_iter().chain([names.as_str()]);
+        let Ok(crate::Cli {
+            command: crate::Command::Serve(serve),
+        }) = crate::parse(argv.map(std::ffi::OsString::from).collect())
+        else {
+            panic!("serve --rules -M {names:?} is not read");
+        };
+        let rules = counterhal_serve::rules(&serve.serve, &context).unwrap();
         // The exporter's counters over the minute: from 0 to each reading.
         let mut test = String::from(
             "rule_files: [rules.yml]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    \
