@@ -3,8 +3,10 @@
 //! libperf's bpf_perf.h): one entry per event attribute in the attr map pinned in a BPF file
 //! system, one leader per entry while a session holds its link. Each test mounts a BPF file
 //! system of its own on a fresh directory (the machine's /sys/fs/bpf is not touched) and names
-//! the map there with `--bpf-attr-map`; without root they skip.
+//! the map there with `--bpf-attr-map`; without root they skip, and so do those that read the
+//! map back where bpftool is missing.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -13,49 +15,151 @@ use counterhal_conformance::skip::Need;
 
 use crate::common::{bin, counterhal};
 
-/// The entries of the attr map pinned at `map`, as bpftool dumps them: each key (a `struct
-/// perf_event_attr`) with its link id and `diff_readings` id (libperf's `struct
-/// perf_event_attr_map_entry`: two native-endian 32-bit words).
-///
-/// Oracle: bpftool 7.1's `map dump pinned` (Debian's `bpftool`), its JSON bytes as `0x..`.
-fn attr_map_entries(map: &Path) -> Vec<(Vec<u8>, u32, u32)> {
-    let out = Command::new("bpftool")
-        .args(["-j", "map", "dump", "pinned"])
-        .arg(map)
-        .output()
-        .expect("bpftool (apt-get install bpftool)");
-    let said = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "bpftool map dump: {said}");
-    let entries: serde_json::Value = serde_json::from_str(&said).expect("bpftool's JSON");
-    let bytes = |words: &serde_json::Value| -> Vec<u8> {
-        let words = words.as_array().expect("bytes");
-        let byte = |w: &serde_json::Value| {
-            let text = w.as_str().expect("a byte as text");
-            u8::from_str_radix(text.trim_start_matches("0x"), 16).expect("a hex byte")
-        };
-        words.iter().map(byte).collect()
-    };
-    let word = |v: &[u8], at: usize| u32::from_ne_bytes(v[at..at + 4].try_into().unwrap());
-    entries
-        .as_array()
-        .expect("an array of entries")
-        .iter()
-        .map(|entry| {
-            let value = bytes(&entry["value"]);
-            (bytes(&entry["key"]), word(&value, 0), word(&value, 4))
-        })
-        .collect()
+/// A bpftool to read the kernel's maps and links with, as a command line: this machine's
+/// (Debian 12's `bpftool`, 7.1) or the current-releases lab's Debian 13 root's (7.5, run by
+/// the root's own loader). Its answers are read from its JSON (`-j`), never from its exit
+/// status: 7.1 exits 0 for a link it shows and 254 for one the kernel no longer has, 7.5 exits
+/// 255 while it prints a live link.
+struct Bpftool {
+    command: Vec<OsString>,
+    /// What `bpftool version` says first (`bpftool v7.5.0`).
+    version: String,
 }
 
-/// Whether the BPF link `id` lives. Oracle: bpftool 7.1's `link show id`, which fails for a
-/// link the kernel no longer has.
-fn link_lives(id: u32) -> bool {
-    Command::new("bpftool")
-        .args(["link", "show", "id", &id.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+impl Bpftool {
+    /// This machine's bpftool, or why there is none.
+    fn installed() -> Result<Bpftool, String> {
+        Bpftool::from(vec!["bpftool".into()])
+            .map_err(|e| format!("no bpftool here (apt-get install bpftool): {e}"))
+    }
+
+    /// The bpftool of the current-releases lab's Debian 13 root (`scripts/current-lab` makes
+    /// it under `COUNTERHAL_CURRENT_LAB`, by default /var/cache/counterhal-lab), run by the
+    /// root's loader and libraries, or why there is none.
+    fn trixie() -> Result<Bpftool, String> {
+        let lab = std::env::var_os("COUNTERHAL_CURRENT_LAB")
+            .map_or_else(|| PathBuf::from("/var/cache/counterhal-lab"), PathBuf::from);
+        let root = lab.join("trixie");
+        let libraries = format!(
+            "{0}/usr/lib/x86_64-linux-gnu:{0}/lib/x86_64-linux-gnu",
+            root.display()
+        );
+        Bpftool::from(vec![
+            root.join("lib64/ld-linux-x86-64.so.2").into(),
+            "--library-path".into(),
+            libraries.into(),
+            root.join("usr/sbin/bpftool").into(),
+        ])
+        .map_err(|e| {
+            format!(
+                "no bpftool in the Debian 13 root {} (scripts/current-lab --roots-only \
+                 installs it): {e}",
+                root.display()
+            )
+        })
+    }
+
+    /// The bpftool `command` runs, if it runs.
+    fn from(command: Vec<OsString>) -> Result<Bpftool, String> {
+        let out = Command::new(&command[0])
+            .args(&command[1..])
+            .arg("version")
+            .output()
+            .map_err(|e| e.to_string())?;
+        let said = String::from_utf8_lossy(&out.stdout);
+        match said.lines().next() {
+            Some(version) if out.status.success() && version.starts_with("bpftool v") => {
+                Ok(Bpftool {
+                    version: version.to_string(),
+                    command,
+                })
+            }
+            _ => Err(format!("`bpftool version` said {said:?}")),
+        }
+    }
+
+    /// What bpftool answers to `args` in JSON (`-j`): its standard output, whatever its exit
+    /// status.
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let out = Command::new(&self.command[0])
+            .args(&self.command[1..])
+            .arg("-j")
+            .args(args)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(&said).unwrap_or_else(|e| {
+            panic!(
+                "{} {args:?} ({}): not JSON ({e}): {said} {}",
+                self.version,
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// The entries of the attr map pinned at `map`, as bpftool dumps them: each key (a
+    /// `struct perf_event_attr`) with its link id and `diff_readings` id (libperf's `struct
+    /// perf_event_attr_map_entry`: two native-endian 32-bit words).
+    ///
+    /// Oracle: bpftool's `map dump pinned`, its JSON bytes as `0x..`.
+    fn attr_map_entries(&self, map: &Path) -> Vec<(Vec<u8>, u32, u32)> {
+        let entries = self.json(&["map", "dump", "pinned", map.to_str().unwrap()]);
+        let version = &self.version;
+        let bytes = |words: &serde_json::Value| -> Vec<u8> {
+            let words = words.as_array().expect("bytes");
+            let byte = |w: &serde_json::Value| {
+                let text = w.as_str().expect("a byte as text");
+                u8::from_str_radix(text.trim_start_matches("0x"), 16).expect("a hex byte")
+            };
+            words.iter().map(byte).collect()
+        };
+        let word = |v: &[u8], at: usize| u32::from_ne_bytes(v[at..at + 4].try_into().unwrap());
+        entries
+            .as_array()
+            .unwrap_or_else(|| panic!("{version}: no array of entries: {entries}"))
+            .iter()
+            .map(|entry| {
+                let value = bytes(&entry["value"]);
+                (bytes(&entry["key"]), word(&value, 0), word(&value, 4))
+            })
+            .collect()
+    }
+
+    /// Whether the BPF link `id` lives: bpftool's `link show id` shows it (an object with its
+    /// id), or says the kernel has no such link (an object with an `error` naming ENOENT's
+    /// "No such file or directory"); any other answer fails the test.
+    ///
+    /// Oracle: bpftool's `link show id`, which asks the kernel (BPF_LINK_GET_FD_BY_ID).
+    fn link_lives(&self, id: u32) -> bool {
+        let said = self.json(&["link", "show", "id", &id.to_string()]);
+        if let Some(shown) = said.get("id") {
+            assert_eq!(
+                shown.as_u64(),
+                Some(u64::from(id)),
+                "{}: {said}",
+                self.version
+            );
+            return true;
+        }
+        let error = said.get("error").and_then(|e| e.as_str()).unwrap_or("");
+        assert!(
+            error.contains("No such file or directory"),
+            "{}: neither the link nor its absence: {said}",
+            self.version
+        );
+        false
+    }
+}
+
+/// A bpftool ([`Bpftool`]), or the skip naming what would install it.
+macro_rules! bpftool {
+    ($found:expr) => {
+        match $found {
+            Ok(bpftool) => bpftool,
+            Err(why) => skip!(Need::Tools, "{why}"),
+        }
+    };
 }
 
 /// A BPF file system on a fresh directory, unmounted and removed when dropped.
@@ -223,10 +327,27 @@ fn counts_as_without_bpf() {
 /// session starts a new leader and rewrites the entry).
 ///
 /// Oracle: perf 7.2's protocol (bpf_counter.c's `bperf__load`, `bperf_reload_leader_program`;
-/// bpf_perf.h: the map holds ids, no references), read back from the kernel's map.
+/// bpf_perf.h: the map holds ids, no references), read back from the kernel's map and links
+/// by this machine's bpftool (Debian 12's, 7.1).
 #[test]
 fn two_sessions_share_one_leader() {
     let _alone = crate::common::bpf_alone();
+    share_one_leader(&bpftool!(Bpftool::installed()));
+}
+
+/// [`two_sessions_share_one_leader`], the map and links read by Debian 13's bpftool (7.5,
+/// the current-releases lab's root), which exits 255 while it shows a live link.
+///
+/// Oracle: as [`two_sessions_share_one_leader`]'s, read by bpftool 7.5.
+#[test]
+fn two_sessions_share_one_leader_as_debian_13s_bpftool_reads_it() {
+    let _alone = crate::common::bpf_alone();
+    share_one_leader(&bpftool!(Bpftool::trixie()));
+}
+
+/// The body of [`two_sessions_share_one_leader`], the kernel's map and links read by `bpftool`.
+fn share_one_leader(bpftool: &Bpftool) {
+    eprintln!("reading the map and links with {}", bpftool.version);
     let fs = bpffs!("bperf-share");
     let map = fs.map();
     let map_arg = map.to_str().unwrap().to_string();
@@ -255,7 +376,7 @@ fn two_sessions_share_one_leader() {
             .unwrap()
     };
     let entry = || {
-        let entries = attr_map_entries(&map);
+        let entries = bpftool.attr_map_entries(&map);
         entries
             .iter()
             .find(|(key, _, _)| key[0..4] == 1u32.to_ne_bytes() && key[8..16] == 2u64.to_ne_bytes())
@@ -265,7 +386,7 @@ fn two_sessions_share_one_leader() {
     let mut seen = None;
     for _ in 0..100 {
         std::thread::sleep(std::time::Duration::from_millis(20));
-        seen = entry().filter(|&(link, _)| link_lives(link));
+        seen = entry().filter(|&(link, _)| bpftool.link_lives(link));
         if seen.is_some() {
             break;
         }
@@ -279,7 +400,7 @@ fn two_sessions_share_one_leader() {
         "the second session took the first's leader"
     );
     // task-clock's entry (the probe's, stale) and page-faults': one each.
-    assert_eq!(attr_map_entries(&map).len(), 2);
+    assert_eq!(bpftool.attr_map_entries(&map).len(), 2);
     for child in [second, first] {
         let out = child.wait_with_output().unwrap();
         assert!(
@@ -288,7 +409,10 @@ fn two_sessions_share_one_leader() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    assert!(!link_lives(link), "the leader outlived its sessions");
+    assert!(
+        !bpftool.link_lives(link),
+        "the leader outlived its sessions"
+    );
     assert!(map.exists(), "the attr map stays pinned");
     assert_eq!(entry().map(|(l, _)| l), Some(link), "the stale entry stays");
     // A later session starts a new leader in the stale entry's place.
@@ -343,6 +467,7 @@ fn a_map_outside_a_bpf_file_system_is_refused() {
 #[test]
 fn keys_are_perf_72s_attributes() {
     let _alone = crate::common::bpf_alone();
+    let bpftool = bpftool!(Bpftool::installed());
     let perf = match counterhal_conformance::fixtures::perf_tree::perf_7_2() {
         Ok(perf) => perf,
         Err(why) => skip!(Need::Tools, "{why}"),
@@ -409,7 +534,8 @@ fn keys_are_perf_72s_attributes() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let mut ours: Vec<Vec<u8>> = attr_map_entries(&fs.map())
+    let mut ours: Vec<Vec<u8>> = bpftool
+        .attr_map_entries(&fs.map())
         .into_iter()
         .map(|(key, _, _)| key)
         .collect();
