@@ -12,8 +12,8 @@
 //! [`builder`](Chosen::builder), which says why each name that cannot join is left out),
 //! and counts a command with [`count_command`](Chosen::count_command); [`OpenOptions`] say
 //! how (the domain, inherit, grouped, pinned, exclusive). As `perf stat` does, where the OS refuses counting the
-//! kernel to an unprivileged caller, events given no domain count user space only and the
-//! set's [`note`](EventSet::note) says so. A [`reset`](Group::reset) zeroes the counts and
+//! kernel to an unprivileged caller, events given no domain count user space only, under the
+//! names given, and the set's [`note`](EventSet::note) says so. A [`reset`](Group::reset) zeroes the counts and
 //! their times. [`prelude`] has what the examples use.
 //!
 //! Count a closure:

@@ -39,7 +39,7 @@ pub fn split_event_list(list: &str) -> Vec<&str> {
 /// Opens `events` on `target` as one set read through [`AnyGroup`], the set's domain
 /// ([`OpenOptions::domain`]) given to each event without one of its own. Where the OS refuses
 /// counting the kernel and no domain was asked for, the events without a modifier count user
-/// space only (named `NAME:u`), as `perf stat` falls back, and the set's
+/// space only (under the names given), as `perf stat` falls back, and the set's
 /// [`note`](EventSet::note) and [`counted_domain`](EventSet::counted_domain) say so; with
 /// [`OpenOptions::strict_domain`], and for a refusal that falling back does not cure, the
 /// refusal is returned as it came.

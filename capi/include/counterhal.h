@@ -211,27 +211,27 @@ int counterhal_set_create_cgroup(counterhal_t *ch, const char *cgroup, const cha
  * perf's group syntax {a,b} is refused with COUNTERHAL_EEVENT saying so (a set is one group
  * already). An event with no modifier counts the set's COUNTERHAL_OPTION_DOMAIN; with the
  * default domain, where the system forbids counting the kernel (Linux at perf_event_paranoid
- * 2 for an unprivileged caller), it counts user space only, as perf stat counts it,
- * counterhal_set_event_name gives it as NAME:u and counterhal_set_note, once started, says
- * so. */
+ * 2 for an unprivileged caller), it counts user space only, as perf stat counts it: its
+ * name stays as given, counterhal_set_event_domain says COUNTERHAL_DOMAIN_USER, and
+ * counterhal_set_note, once started, says so. */
 int counterhal_set_add(counterhal_set_t *set, const char *event);
 /* Removes the event at index (the later ones move down one); not while running. */
 int counterhal_set_remove(counterhal_set_t *set, size_t index);
 /* Sets a COUNTERHAL_OPTION_* to value (0 or 1; for DOMAIN 0 or a COUNTERHAL_DOMAIN_* mask,
  * one the backend cannot filter being COUNTERHAL_ENOSUPP), not while running; with events in
  * the set, refused if they do not open together under the new options (the old ones stay),
- * else each event takes the name it now counts under (NAME:u or not). The current value of
+ * else each event takes the domain it now counts under. The current value of
  * an option (0 or 1, or the domain mask), or < 0. */
 int counterhal_set_option(counterhal_set_t *set, int option, int value);
 int counterhal_set_get_option(counterhal_set_t *set, int option);
-/* How many events the set holds; the name of event index as it counts (NAME:u where it
- * counts user space only because the kernel is refused), or NULL if out of range: valid until
- * the event is removed, an option of the set changes or the set is destroyed. */
+/* How many events the set holds; the name of event index as it was added (whatever domain
+ * it counts: counterhal_set_event_domain says), or NULL if out of range: valid until the
+ * event is removed, an option of the set changes or the set is destroyed. */
 int counterhal_set_size(counterhal_set_t *set);
 const char *counterhal_set_event_name(counterhal_set_t *set, size_t index);
 /* The privilege levels event index counts, COUNTERHAL_DOMAIN_* or-ed together: every level
  * its PMU counts (USER | KERNEL | HYPERVISOR) for an event with no modifier, USER alone where
- * it counts user space only because the system forbids the kernel (its name is then NAME:u),
+ * it counts user space only because the system forbids the kernel (perf names it NAME:u),
  * those asked for otherwise; COUNTERHAL_EINVAL if index is out of range. */
 int counterhal_set_event_domain(counterhal_set_t *set, size_t index);
 /* What the count of event index is in, where its PMU says so (a Linux PMU alias's .scale and
@@ -264,7 +264,7 @@ int counterhal_set_place(counterhal_set_t *set, size_t row, uint32_t *id);
  * set's events counted from its exec to its end, as perf stat -- cmd counts it: following it
  * as follow (COUNTERHAL_FOLLOW_*) says, under the set's options (grouped or each event on its
  * own, pinned, exclusive), each event counting what the set's events count (its domain;
- * user space only where counterhal_set_event_name says NAME:u). The command inherits this
+ * user space only where counterhal_set_event_domain says so). The command inherits this
  * process's environment, directory and standard streams; the call waits for it to end. One
  * reading per event goes into out[0..n), the command's wait status (as waitpid(2) gives it:
  * WIFEXITED, WEXITSTATUS) into *status (status may be NULL). The set's own target is not

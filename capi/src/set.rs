@@ -5,7 +5,7 @@
 //! ([`Chosen::open_named`](facade::Chosen::open_named)): its domain
 //! ([`COUNTERHAL_OPTION_DOMAIN`](option::DOMAIN)) is given to the events without one of their
 //! own, and where the OS refuses counting the kernel and no domain was asked for, those events
-//! count user space only (named `NAME:u`) with the face's note
+//! count user space only (under the names given; their domain says so) with the face's note
 //! ([`counterhal_hal::user_space_note`]'s wording), which `counterhal_set_note` gives.
 
 use std::cell::UnsafeCell;
@@ -105,9 +105,9 @@ pub struct Set {
     /// The names as the caller gave them, resolved again at each open.
     requested: Vec<String>,
     /// Each event as its last open counted it: its domain applied, and its user-space-only
-    /// form where the OS refused the kernel (`NAME:u`).
+    /// form where the OS refused the kernel.
     counted: Vec<ResolvedEvent>,
-    /// The counted names, for C (`counterhal_set_event_name`).
+    /// The names as given, for C (`counterhal_set_event_name`).
     pub(crate) names: Vec<CString>,
     /// The units of the counts, for C (`counterhal_set_event_unit`): empty for a plain count.
     units: Vec<CString>,
@@ -181,20 +181,15 @@ impl Set {
         self.open(&names, options)
     }
 
-    /// Takes each event's counted form from `opened` (every event of the set, in order): a
-    /// name that changed (an event that now counts user space only, or no longer) is given
-    /// to C anew.
+    /// Takes each event's counted form from `opened` (every event of the set, in order): its
+    /// domain (user space only where the kernel is now refused, or no longer) and its unit.
     fn counted_as(&mut self, opened: &EventSet<AnyGroup>) {
-        for (((counted, name), unit), event) in self
+        for ((counted, unit), event) in self
             .counted
             .iter_mut()
-            .zip(self.names.iter_mut())
             .zip(self.units.iter_mut())
             .zip(opened.events())
         {
-            if counted.name != event.name {
-                *name = c_string(&event.name);
-            }
             if counted.unit != event.unit {
                 *unit = unit_string(event);
             }
@@ -262,17 +257,11 @@ impl Set {
         self.note = None;
     }
 
-    /// Whether `name` is in the set, as given or as counted.
-    fn holds(&self, name: &str) -> bool {
-        self.requested.iter().any(|r| r == name)
-            || self.counted.iter().any(|counted| counted.name == name)
-    }
-
     /// Adds `name` if it opens beside the events already in the set; its index. Only the new
     /// event is tried, with the events it competes with for counters where they must fit
     /// together ([`trial_for_add`]), so N adds open O(N) counters, not the whole set at each
     /// add. The trial opens as the face opens: where the kernel is refused, an event without
-    /// a modifier is added as it counts there, `NAME:u`.
+    /// a modifier is added as it counts there, in user space only.
     pub(crate) fn add(&mut self, name: &str) -> CResult<i32> {
         if matches!(self.state, State::Running(_)) {
             return Err(Failure::new(
@@ -280,7 +269,7 @@ impl Set {
                 "the set is running: stop it before adding events",
             ));
         }
-        if self.holds(name) {
+        if self.requested.iter().any(|r| r == name) {
             return Err(Failure::new(
                 code::INVALID_ARGUMENT,
                 format!("`{name}` is in the set already"),
@@ -326,14 +315,8 @@ impl Set {
             .last()
             .cloned()
             .ok_or_else(|| Failure::new(code::INTERNAL, "the trial opened no event"))?;
-        if counted.name != name && self.holds(&counted.name) {
-            return Err(Failure::new(
-                code::INVALID_ARGUMENT,
-                format!("`{name}` is in the set already (as `{}`)", counted.name),
-            ));
-        }
         self.requested.push(name.to_owned());
-        self.names.push(c_string(&counted.name));
+        self.names.push(c_string(name));
         self.units.push(unit_string(&counted));
         self.counted.push(counted);
         self.changed();
@@ -451,8 +434,8 @@ impl Set {
 
     /// Runs `argv` with the set's events counted from its `exec` to its end, following it
     /// as `follow` (a [`follow`] constant) says, with the set's options (grouped, pinned,
-    /// exclusive) and each event as the set counts it (its domain applied; `NAME:u` where
-    /// the kernel is refused). The set's own target is not used, and its state does not
+    /// exclusive) and each event as the set counts it (its domain applied; user space only
+    /// where the kernel is refused). The set's own target is not used, and its state does not
     /// change.
     pub(crate) fn run(&self, argv: &[String], follow: i32) -> CResult<Run> {
         if matches!(self.state, State::Running(_)) {

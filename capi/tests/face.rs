@@ -234,8 +234,8 @@ fn a_set_s_domain_and_exclusive_are_set_from_c() {
 
 /// As the unprivileged user nobody at `perf_event_paranoid` 2, a C program counts task-clock,
 /// page-faults and the getpid tracepoint (by the id the root parent reads from tracefs, which
-/// nobody cannot read) in user space, as `NAME:u`, with `counterhal_set_note` naming them in
-/// the face's words and `counterhal_set_event_domain` saying user space alone;
+/// nobody cannot read) in user space, under the names given, with `counterhal_set_note`
+/// naming them in the face's words and `counterhal_set_event_domain` saying user space alone;
 /// `COUNTERHAL_OPTION_DOMAIN` = kernel and `COUNTERHAL_OPTION_STRICT_DOMAIN` = 1 are
 /// `COUNTERHAL_EPERM` with the hint. Oracles: perf_event_open(2)'s paranoid rules on Linux
 /// 6.18; 100 `getpid()` calls counted by `syscalls:sys_enter_getpid`.

@@ -362,6 +362,42 @@ fn unprivileged_users_count_user_space_as_perf_does() {
     assert_eq!(notes, usize::from(level >= 2), "{text}");
 }
 
+/// An event the fallback counts in user space only is named as perf names it, and so is one
+/// the user gave a modifier: `-x,`'s name column is perf's, event for event (`task-clock:u`
+/// for `-e task-clock` at `perf_event_paranoid` 2; the bare name where the kernel counts),
+/// though the library keeps the name as given.
+/// Oracle: perf 6.1 (linux-perf) run the same way, as the same unprivileged user.
+#[test]
+fn the_fallback_names_events_as_perf_does() {
+    linux_or_skip!();
+    perf_or_skip!();
+    let as_user = unprivileged_or_skip!();
+    let args = [
+        "stat",
+        "-x,",
+        "-e",
+        "task-clock,page-faults:u,context-switches",
+        "--",
+        "true",
+    ];
+    let perf = unprivileged_program("perf")
+        .unwrap()
+        .args(args)
+        .output()
+        .expect("perf");
+    let ours = run_as(as_user, &args);
+    let names = |out: &Output| -> Vec<String> {
+        result_lines(out)
+            .iter()
+            .filter_map(|line| line.split(',').nth(2).map(str::to_string))
+            .collect()
+    };
+    let seen = format!("ours:\n{}\nperf:\n{}", stderr(&ours), stderr(&perf));
+    assert!(ours.status.success() && perf.status.success(), "{seen}");
+    assert_eq!(names(&ours).len(), 3, "{seen}");
+    assert_eq!(names(&ours), names(&perf), "{seen}");
+}
+
 /// Issue 55, item 8: what this user may not count (whole CPUs above perf_event_paranoid 0,
 /// the kernel above 1) stops `stat` before the command runs: exit 1, naming the permission,
 /// the setting and CAP_PERFMON, where it printed `<not supported>` for every event and

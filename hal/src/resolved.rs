@@ -102,10 +102,10 @@ impl ResolvedEvent {
         }
     }
 
-    /// The same event counting user space only, named `NAME:u` (`pmu/.../u` for a PMU
-    /// string): where every term is a perf attr with no modifier, the fallback `perf stat`
-    /// makes when `perf_event_paranoid` refuses counting the kernel. `None` when a term is of
-    /// another family or already says what it counts.
+    /// The same event counting user space only, under the same name (its
+    /// [`domain`](Self::domain) says what it counts): where every term is a perf attr with
+    /// no modifier, the fallback `perf stat` makes when `perf_event_paranoid` refuses counting
+    /// the kernel. `None` when a term is of another family or already says what it counts.
     pub fn user_space_only(&self) -> Option<ResolvedEvent> {
         let terms = self
             .terms
@@ -122,12 +122,19 @@ impl ResolvedEvent {
                 _ => None,
             })
             .collect::<Option<Vec<Term>>>()?;
-        let separator = if self.name.ends_with('/') { "" } else { ":" };
         Some(ResolvedEvent {
-            name: format!("{}{separator}u", self.name),
+            name: self.name.clone(),
             terms,
             unit: self.unit.clone(),
         })
+    }
+
+    /// The name `perf stat` prints for the event counted in user space only by its fallback:
+    /// `NAME:u` (`pmu/.../u` for a PMU string), as perf 6.1 prints `task-clock:u` for
+    /// `-e task-clock` where the kernel may not be counted.
+    pub fn user_space_name(&self) -> String {
+        let separator = if self.name.ends_with('/') { "" } else { ":" };
+        format!("{}{separator}u", self.name)
     }
 
     /// The domain the event counts, as its (first) term's encoding says: [`Domain::ALL`] for
@@ -626,7 +633,9 @@ mod tests {
             unit: None,
         };
         let user = plain.user_space_only().unwrap();
-        assert_eq!(user.name, "cycles:u");
+        assert_eq!(user.name, "cycles", "the name as given");
+        assert_eq!(user.user_space_name(), "cycles:u");
+        assert!(user.domain().contains(Domain::USER) && !user.domain().contains(Domain::KERNEL));
         for term in &user.terms {
             let Encoding::Perf(attr) = &term.request.encoding else {
                 panic!("not perf")
@@ -639,7 +648,8 @@ mod tests {
             "cpu/event=0x3c/",
             Encoding::Perf(PerfAttr::new(4, 0x3c)),
         ));
-        assert_eq!(pmu.user_space_only().unwrap().name, "cpu/event=0x3c/u");
+        assert_eq!(pmu.user_space_only().unwrap().name, "cpu/event=0x3c/");
+        assert_eq!(pmu.user_space_name(), "cpu/event=0x3c/u");
         // A modifier says what to count: no fallback.
         let kernel = ResolvedEvent::single(EventRequest::new(
             "cycles:k",

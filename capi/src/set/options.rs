@@ -60,8 +60,8 @@ impl Set {
     /// Sets `option` (an [`option`] constant) to `value` (0 or 1; a [`domain`] mask for
     /// [`option::DOMAIN`]). Refused while running; with events in the set, refused when they
     /// do not open together under the new options (the set keeps the old ones), and otherwise
-    /// each event takes the name it counts under them (`NAME:u` where the kernel is refused
-    /// and no domain asked for).
+    /// each event takes the domain it counts under them (user space only where the kernel is
+    /// refused and no domain asked for).
     pub(crate) fn set_option(&mut self, which: i32, value: i32) -> CResult<()> {
         if matches!(self.state, State::Running(_)) {
             return Err(Failure::new(

@@ -387,7 +387,7 @@ fn entry<B: Backend + ?Sized>(
             listed.usable = true;
             listed.reason = Some(format!(
                 "counts user space only here, as {}: {}",
-                event.name,
+                event.user_space_name(),
                 refused.hint().unwrap_or(refused.message())
             ));
         }

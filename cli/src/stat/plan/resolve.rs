@@ -66,7 +66,8 @@ pub fn rename(events: &mut [Planned], shown_as: &[(String, String)]) {
 
 /// perf's fallback where the OS refuses counting the kernel (Linux at `perf_event_paranoid`
 /// 2 for an unprivileged user): each ready event with no modifier that is refused for that
-/// reason but can count user space only is replaced by its `:u` form. Returns the note that
+/// reason but can count user space only is replaced by its user-space-only form, named as perf
+/// prints it (`task-clock:u`). Returns the note that
 /// says so once under the results, naming the events and the reason.
 ///
 /// Where this process may count the kernel (a software clock counting it opens), no event is
@@ -87,9 +88,11 @@ pub fn fall_back_to_user_space<B: Backend>(
         };
         match countable_form(backend, event, &BackendTarget::ThisThread) {
             Ok(Countable {
-                event: user,
+                event: mut user,
                 kernel_refused: Some(refused),
             }) => {
+                // perf names what it counts: `task-clock:u`.
+                user.name = user.user_space_name();
                 fell_back.push(user.name.clone());
                 reason.get_or_insert(refused);
                 *planned = Planned::Ready(user);
