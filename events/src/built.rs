@@ -22,6 +22,35 @@ pub(crate) fn feature_built(feature: &str) -> bool {
     BUILT.iter().any(|&(part, built)| part == feature && built)
 }
 
+/// The features of the shipped models this build leaves out (`x86-models`, `arm-models`).
+pub(crate) fn models_left_out() -> Vec<&'static str> {
+    ["x86-models", "arm-models"]
+        .into_iter()
+        .filter(|feature| !feature_built(feature))
+        .collect()
+}
+
+/// What would give a name that needs a CPU model one: a model named or detected, and where
+/// this build leaves shipped models out, the features that bring them (a build of neither
+/// can do nothing else: it holds no model to name or to detect).
+pub(crate) fn model_hint() -> String {
+    let named = "give --cpu-model (e.g. --cpu-model skl) or run on a detected CPU";
+    match models_left_out()[..] {
+        [] => named.to_string(),
+        [one] => format!(
+            "{named}; this build leaves out the `{one}` CPU models: enable the `{one}` feature \
+             of counterhal for them"
+        ),
+        ref all => format!(
+            "this build holds no CPU model: enable the {} of counterhal",
+            all.iter()
+                .map(|feature| format!("`{feature}` feature"))
+                .collect::<Vec<_>>()
+                .join(" or the ")
+        ),
+    }
+}
+
 /// Whether this build holds the shipped metrics (the `metrics` feature).
 pub(crate) const METRICS_BUILT: bool = cfg!(feature = "metrics");
 

@@ -704,8 +704,9 @@ mod tests {
     /// What the data features keep and leave out (scripts/check-features runs this test in
     /// a build of each feature alone and of none): a model of an architecture left out is an
     /// unknown id whose message names the feature, and so are its metrics; metrics left out
-    /// name `metrics`; the descriptions' reader left out names `descriptions`. In the default
-    /// build all is there.
+    /// name `metrics`; the descriptions' reader left out names `descriptions`; a name that
+    /// needs a model, with this machine's models left out, names their feature. In the
+    /// default build all is there.
     #[test]
     fn parts_left_out_name_their_features() {
         let db = Database::shipped().unwrap();
@@ -771,6 +772,29 @@ mod tests {
             unknown_model_message("no-such-model"),
             "unknown CPU model `no-such-model`"
         );
+        // A native name or a preset with no model named or detected: where this build leaves
+        // shipped models out (`features = ["linux"]` leaves out both), the hint names their
+        // features, and a `--cpu-model` only where the build holds a model to name.
+        let left_out = crate::built::models_left_out();
+        for (name, accepts) in [
+            ("INST_RETIRED.ANY_P", &crate::domain::tests::PERF),
+            ("PAPI_TOT_INS", &crate::domain::tests::X86),
+            ("PAPI_FP_OPS", &crate::domain::tests::PERF),
+        ] {
+            let refused = db.resolve_exact(None, name, accepts).unwrap_err();
+            let hint = refused.hint().unwrap_or_default();
+            for feature in &left_out {
+                assert!(
+                    hint.contains(&format!("`{feature}` feature")),
+                    "{name}: {refused}"
+                );
+            }
+            assert_eq!(
+                hint.contains("--cpu-model"),
+                left_out.len() < 2,
+                "{name}: {refused}"
+            );
+        }
     }
 
     fn cpu(vendor: Vendor, family: u32, model: u32) -> CpuIdentity {

@@ -231,7 +231,7 @@ impl<'a> Resolver<'a> {
                 self.accepts.families_text()
             ),
         )
-        .with_hint("give --cpu-model (e.g. --cpu-model skl) or run on a detected CPU")
+        .with_hint(crate::built::model_hint())
     }
 
     fn named(&self, mut spec: EventSpec) -> Resolved {
@@ -294,9 +294,10 @@ impl<'a> Resolver<'a> {
                 format!("unknown event `{}`", spec.name),
             )
             .with_suggestions(nearest_event_names(self.database, None, &spec.name))
-            .with_hint(
-                "native events need a CPU model: give --cpu-model or run on a detected CPU",
-            ));
+            .with_hint(format!(
+                "native events need a CPU model: {}",
+                crate::built::model_hint()
+            )));
         };
         // An Arm PMUv3 event's chained 64-bit form (`CPU_CYCLES:long`).
         let (spec, long) = match model.encoder {
