@@ -480,14 +480,31 @@ fn write_at(_file: &std::fs::File, _bytes: &[u8], _offset: u64) -> std::io::Resu
 #[cfg(target_os = "linux")]
 mod tests {
     use super::*;
+    use counterhal_conformance::fixtures::Scratch;
     use counterhal_conformance::skip::Need;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("counterhal-msr-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A folder for a stand-in of /dev/cpu, removed when the test ends, passed or failed.
+    fn scratch(name: &str) -> Scratch {
+        Scratch::new(&format!("msr-{name}"))
+    }
+
+    /// The tests that stand files in for /dev/cpu leave nothing in the temporary directory,
+    /// passed, failed or skipped (before, each run left `counterhal-msr-{eio,file,missing,
+    /// safe}-PID` behind).
+    #[test]
+    fn the_stand_ins_leave_nothing() {
+        let run = counterhal_conformance::fixtures::left_in_temp_dir(
+            &[
+                "--exact",
+                "device::tests::missing_driver_is_device_missing_with_hint",
+                "device::tests::pread_pwrite_at_the_msr_address",
+                "device::tests::msr_safe_is_preferred",
+                "device::tests::eio_is_the_cpu_refusing",
+            ],
+            &[],
+        );
+        assert!(run.output.contains("running 4 tests"), "{}", run.output);
+        assert!(run.left.is_empty(), "left: {:?}\n{}", run.left, run.output);
     }
 
     #[test]

@@ -9,59 +9,17 @@ use std::process::{Child, Command};
 mod kernel_tree;
 pub mod perf_tree;
 pub mod prometheus;
+mod scratch;
 #[cfg(unix)]
 #[allow(unsafe_code)] // kill(2), the fixtures' one system call (`sys::send_signal`)
 mod sys;
 mod tracefs;
 
 pub use kernel_tree::{KERNEL_TARBALL, kernel_source};
+pub use scratch::{Leftovers, Scratch, clean_up_at_exit, left_in_temp_dir, temp_dir};
 #[cfg(unix)]
 pub use sys::send_signal;
 pub use tracefs::{TRACEFS_ROOTS, tracefs_mounted, tracefs_mounted_anywhere, without_tracefs};
-
-/// Removes, when this process exits, what its tests left in the temporary directory: each
-/// entry named `counterhal-...` that carries this process's id as one of its words
-/// (`counterhal-papi-lookup-theirs-3658`, `counterhal-record-3658-ours-7.2`). The caches kept
-/// for every run on a machine (the kernel's source, a copy of the command for nobody) carry
-/// no process id and stay. Call it from the helpers that make such folders: the first call
-/// registers the hook, the others do nothing.
-pub fn clean_up_at_exit() {
-    static REGISTERED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    REGISTERED.get_or_init(|| {
-        #[cfg(unix)]
-        let _ = counterhal_process::at_exit(remove_this_process_scratch);
-    });
-}
-
-/// The temporary directory, with [`clean_up_at_exit`] registered: where a test makes a
-/// folder or file named `counterhal-...-PID`, removed when the process exits.
-pub fn temp_dir() -> PathBuf {
-    clean_up_at_exit();
-    std::env::temp_dir()
-}
-
-/// The exit hook of [`clean_up_at_exit`]; it never unwinds.
-#[cfg(unix)]
-extern "C" fn remove_this_process_scratch() {
-    let _ = std::panic::catch_unwind(|| {
-        let pid = std::process::id().to_string();
-        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let ours = name.starts_with("counterhal-") && name.split(['-', '.']).any(|w| w == pid);
-            if ours {
-                let path = entry.path();
-                if path.is_dir() {
-                    let _ = std::fs::remove_dir_all(&path);
-                } else {
-                    let _ = std::fs::remove_file(&path);
-                }
-            }
-        }
-    });
-}
 
 /// Files a test runs as another user (nobody), in a folder any user can enter and read: for a
 /// workspace in a folder that user cannot enter (a clone in /root, which is 0700), where the
@@ -190,51 +148,6 @@ impl Drop for TestCgroup {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// Run by [`a_test_process_leaves_nothing_in_the_temporary_directory`] as a process of its
-    /// own: makes a folder and a file named with its process id, and prints their paths.
-    #[test]
-    #[ignore = "run by a_test_process_leaves_nothing_in_the_temporary_directory"]
-    fn child_makes_scratch() {
-        let pid = std::process::id();
-        let dir = super::temp_dir().join(format!("counterhal-scratch-check-{pid}"));
-        std::fs::create_dir_all(dir.join("inside")).unwrap();
-        let file = super::temp_dir().join(format!("counterhal-scratch-check-{pid}.txt"));
-        std::fs::write(&file, "left").unwrap();
-        println!("MADE {}", dir.display());
-        println!("MADE {}", file.display());
-    }
-
-    /// What a test process makes in the temporary directory under its id goes when it exits
-    /// (before, a run of the workspace's tests left 54 folders, 109 MB, in /tmp).
-    #[test]
-    fn a_test_process_leaves_nothing_in_the_temporary_directory() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--ignored",
-                "--exact",
-                "fixtures::tests::child_makes_scratch",
-                "--nocapture",
-            ])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{text}");
-        let made: Vec<&str> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("MADE "))
-            .collect();
-        assert_eq!(made.len(), 2, "{text}");
-        for path in made {
-            assert!(
-                !std::path::Path::new(path).exists(),
-                "{path} is left after its process exited"
-            );
         }
     }
 }

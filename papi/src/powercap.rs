@@ -472,13 +472,12 @@ pub fn reset(set: &mut PapiSet) -> Result<i32, i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use counterhal_conformance::fixtures::Scratch;
 
     /// A zone tree as the kernel's powercap class lays it out (Documentation/ABI/testing/
     /// sysfs-class-powercap): a package zone with both constraints, two subzones.
-    fn tree(name: &str) -> std::path::PathBuf {
-        let root =
-            std::env::temp_dir().join(format!("papi-powercap-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+    fn tree(name: &str) -> Scratch {
+        let root = Scratch::new(&format!("papi-powercap-{name}"));
         let zone = |dir: &str, files: &[(&str, &str)]| {
             let dir = root.join("class/powercap").join(dir);
             std::fs::create_dir_all(&dir).unwrap();
@@ -514,7 +513,7 @@ mod tests {
     #[test]
     fn zones_give_papis_events_in_papis_order() {
         let root = tree("order");
-        let events = discover(&System::host().with_sysfs(&root), 1);
+        let events = discover(&System::host().with_sysfs(root.path()), 1);
         let names: Vec<&str> = events
             .iter()
             .filter(|e| !e.rapl)
@@ -554,9 +553,11 @@ mod tests {
             ]
         );
         // A socket past the machine's is not looked for, one without a zone is skipped.
-        assert_eq!(discover(&System::host().with_sysfs(&root), 0).len(), 13);
+        assert_eq!(
+            discover(&System::host().with_sysfs(root.path()), 0).len(),
+            13
+        );
         assert!(discover(&System::host().with_sysfs(root.join("none")), 2).is_empty());
-        let _ = std::fs::remove_dir_all(root);
     }
 
     /// A tree `COUNTERHAL_SYSFS` names is read by sysfs's own rules, as the backend reads a
@@ -572,7 +573,8 @@ mod tests {
         let root = tree("hostile");
         let class = root.join("class/powercap");
         let zone = class.join("intel-rapl:0");
-        let secret = root.with_extension("secret");
+        let outside = Scratch::new("papi-powercap-outside");
+        let secret = outside.join("secret");
         std::fs::write(&secret, "123456789\n").unwrap();
         symlink(&secret, zone.join("constraint_0_max_power_uw")).unwrap();
         symlink("/dev/zero", zone.join("constraint_1_max_power_uw")).unwrap();
@@ -589,7 +591,7 @@ mod tests {
         )
         .unwrap();
         let (sent, events) = std::sync::mpsc::channel();
-        let tree = root.clone();
+        let tree = root.to_path_buf();
         std::thread::spawn(move || sent.send(discover(&System::host().with_sysfs(tree), 1)));
         let events = events
             .recv_timeout(std::time::Duration::from_secs(30))
@@ -613,8 +615,6 @@ mod tests {
             events.iter().all(|e| value(e) != 123_456_789),
             "the secret outside the tree was read"
         );
-        let _ = std::fs::remove_dir_all(&root);
-        let _ = std::fs::remove_file(secret);
     }
 
     /// An energy counter counts from its start, across a wrap at its range; other files read

@@ -79,7 +79,7 @@ mod tests {
     /// `0-3`: PAPI's `path_sibling` counts the masks' bits).
     #[test]
     fn a_fake_tree_reads_as_papi_reads_it() {
-        let root = std::env::temp_dir().join(format!("papi-topology-{}", std::process::id()));
+        let root = counterhal_conformance::fixtures::Scratch::new("papi-topology");
         let system = root.join("devices/system");
         for cpu in 0..4 {
             let dir = system.join(format!("cpu/cpu{cpu}"));
@@ -94,13 +94,12 @@ mod tests {
             "Node 0 MemTotal:       1048576 kB\nNode 0 MemFree: 1 kB\n",
         )
         .unwrap();
-        let t = read(&System::host().with_sysfs(&root));
+        let t = read(&System::host().with_sysfs(root.path()));
         assert_eq!(
             (t.cpus, t.threads, t.cores, t.sockets, t.nodes),
             (4, 2, 2, 1, 1)
         );
         assert_eq!(t.node_memory_kib, vec![1_048_576]);
         assert_eq!(t.cpu_node, vec![0, 0, 0, 0]);
-        let _ = std::fs::remove_dir_all(root);
     }
 }
