@@ -94,6 +94,59 @@ fn the_default_features_are_the_registrys_backends() {
     }
 }
 
+/// The library guide's Cargo.toml snippets (docs/library.md's `toml` blocks) parse, each
+/// `counterhal` in them names features the facade's manifest has, and the criterion they
+/// depend on is the release `counterhal::criterion` is built for; one of them enables
+/// `criterion` for benchmarks alone (a dev-dependency).
+///
+/// Oracle: the facade's Cargo.toml, read by the `toml` crate.
+#[test]
+fn the_guides_cargo_snippets_name_the_manifests_features() {
+    let guide = std::fs::read_to_string(root().join("docs/library.md")).unwrap();
+    let facade: toml::Table = std::fs::read_to_string(root().join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let features = facade["features"].as_table().unwrap();
+    let criterion = facade["dependencies"]["criterion"]["version"]
+        .as_str()
+        .unwrap();
+    let blocks: Vec<&str> = guide
+        .split("```toml\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .collect();
+    assert!(!blocks.is_empty(), "no toml block in docs/library.md");
+    let mut for_benches = false;
+    for block in blocks {
+        let snippet: toml::Table = block
+            .parse()
+            .unwrap_or_else(|e| panic!("docs/library.md's snippet does not parse: {e}\n{block}"));
+        for section in ["dependencies", "dev-dependencies"] {
+            let Some(deps) = snippet.get(section).and_then(|d| d.as_table()) else {
+                continue;
+            };
+            if let Some(named) = deps.get("criterion") {
+                let version = named.as_str().or_else(|| named.get("version")?.as_str());
+                assert_eq!(version, Some(criterion), "{block}");
+            }
+            let Some(ours) = deps.get("counterhal") else {
+                continue;
+            };
+            let asked = ours.get("features").and_then(|f| f.as_array());
+            for feature in asked.into_iter().flatten() {
+                let feature = feature.as_str().unwrap();
+                assert!(features.contains_key(feature), "`{feature}`: {block}");
+                for_benches |= section == "dev-dependencies" && feature == "criterion";
+            }
+        }
+    }
+    assert!(
+        for_benches,
+        "no snippet enables `criterion` for benchmarks alone"
+    );
+}
+
 /// README.md's table of systems, rendered from the registry: one row a backend, in probe
 /// order (its name, the systems where its device exists, what it reaches, where it was
 /// verified).
