@@ -12,32 +12,41 @@ use crate::common::{SONAME, library_dir, manifest};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-/// Installs into a fresh prefix with the profile this test was built in (reusing its build).
-fn install() -> PathBuf {
+/// The environment `scripts/install-capi` builds in: the profile this test was built in and
+/// its target folder, so that what the tests built is installed.
+fn install_env() -> [(&'static str, PathBuf); 2] {
     let lib = library_dir();
-    let target = lib.parent().unwrap();
+    let target = lib.parent().unwrap().to_path_buf();
     let profile = if lib.ends_with("release") {
         "release"
     } else {
-        // The tests' own profile, whose folder is `debug`: what the tests built is installed.
+        // The tests' own profile, whose folder is `debug`.
         "test"
     };
+    [
+        ("COUNTERHAL_CAPI_PROFILE", PathBuf::from(profile)),
+        ("CARGO_TARGET_DIR", target),
+    ]
+}
+
+/// Installs into a fresh prefix with the profile this test was built in (reusing its build),
+/// and says what the script printed.
+fn install() -> (PathBuf, String) {
     let prefix = counterhal_conformance::fixtures::temp_dir()
         .join(format!("counterhal-install-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&prefix);
     let out = Command::new(manifest().join("../scripts/install-capi"))
         .arg(&prefix)
-        .env("COUNTERHAL_CAPI_PROFILE", profile)
-        .env("CARGO_TARGET_DIR", target)
+        .envs(install_env())
         .output()
         .expect("scripts/install-capi runs");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "install-capi failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
+        "install-capi failed:\n{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    prefix
+    (prefix, said)
 }
 
 /// `readelf -d` of `file`: its dynamic section, or "" for a file with none.
@@ -114,8 +123,16 @@ fn the_installed_library_links_through_pkg_config_three_ways() {
             "pkg-config is not installed (apt-get install pkg-config)"
         );
     }
-    let prefix = install();
+    let (prefix, said) = install();
     let lib = prefix.join("lib");
+    // No loader searches a scratch prefix: the script says how a program finds the library.
+    assert!(
+        said.contains(&format!(
+            "{} is not a directory the loader searches",
+            lib.display()
+        )) && said.contains("-Wl,-rpath"),
+        "{said}"
+    );
     let version = env!("CARGO_PKG_VERSION");
     // The file, its SONAME link and the linker's link.
     let file = lib.join(format!("libcounterhal.so.{version}"));
@@ -152,4 +169,67 @@ fn the_installed_library_links_through_pkg_config_three_ways() {
         "a static program needs no shared library"
     );
     let _ = std::fs::remove_dir_all(&prefix);
+}
+
+/// Installed into /usr/local, a directory Debian's loader searches
+/// (/etc/ld.so.conf.d/libc.conf), as root, the library loads at once: install-capi runs
+/// ldconfig, and a program built with pkg-config's lines alone (no rpath, no
+/// LD_LIBRARY_PATH) counts. Before, it failed with "error while loading shared libraries:
+/// libcounterhal.so.0.1: cannot open shared object file" until ldconfig ran. Run in a mount
+/// namespace of its own: /usr/local a fresh tmpfs, /etc an overlay whose writes (the loader's
+/// cache) go to the test's scratch; the machine's are not touched.
+///
+/// Oracle: Debian 12's dynamic loader and ldconfig (glibc 2.36), and pkg-config.
+#[test]
+fn installed_where_the_loader_searches_a_program_loads_it_at_once() {
+    if !crate::c::running_as_root() {
+        skip!(
+            Need::Privilege,
+            "installing into /usr/local (in a mount namespace) takes root"
+        );
+    }
+    for (tool, package) in [("pkg-config", "pkg-config"), ("unshare", "util-linux")] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            skip!(
+                Need::Tools,
+                "{tool} is not installed (apt-get install {package})"
+            );
+        }
+    }
+    let scratch = counterhal_conformance::fixtures::Scratch::new("install-usr-local");
+    std::fs::create_dir_all(scratch.join("upper")).unwrap();
+    std::fs::create_dir_all(scratch.join("work")).unwrap();
+    let script = r#"
+        mount -t tmpfs tmpfs /usr/local
+        mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/upper,workdir=$1/work" /etc
+        "$2" /usr/local
+        cc -std=c99 "$3" -o "$1/program" $(pkg-config --cflags --libs counterhal)
+        "$1/program"
+    "#;
+    let out = Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-ec",
+            script,
+            "sh",
+        ])
+        .arg(scratch.path())
+        .arg(manifest().join("../scripts/install-capi"))
+        .arg(manifest().join("tests/c/counting.c"))
+        .envs(install_env())
+        .env_remove("LD_LIBRARY_PATH")
+        .env("COUNTERHAL_REGION_OUTPUT", scratch.join("regions"))
+        .env("COUNTERHAL_REGION_EVENTS", "task-clock,page-faults")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("ran ldconfig"), "{said}");
+    assert!(
+        out.status.success() && said.contains("all checks passed"),
+        "{said}"
+    );
 }
