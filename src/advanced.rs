@@ -22,12 +22,16 @@ pub use crate::chosen::AnyBackend;
 pub use crate::command::{CountedCommand, Follow};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
-use counterhal_hal::BackendTarget;
+use counterhal_hal::{BackendTarget, Result};
 
 /// The backend targets `target` stands for now, one a thread or CPU (a process's threads are
 /// read from `/proc/PID/task`; the process alone, with what it creates, where the OS has no
 /// such directory): what [`MultiSet`] opens one set on each of.
-pub fn backend_targets(target: &Target) -> Vec<BackendTarget> {
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a list of CPUs that is
+/// empty or names CPUs not online (checked before the list is expanded).
+pub fn backend_targets(target: &Target) -> Result<Vec<BackendTarget>> {
     target.targets()
 }
 

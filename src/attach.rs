@@ -144,7 +144,7 @@ impl Target {
     /// processes are counted as they are either way).
     pub(crate) fn targets_inheriting(&self, inherit: bool) -> Result<Vec<BackendTarget>> {
         if !inherit {
-            return Ok(self.targets());
+            return self.targets();
         }
         Ok(match self {
             Target::ThisThread => vec![BackendTarget::process_and_children(this_thread_id()?)],
@@ -153,15 +153,27 @@ impl Target {
                 .iter()
                 .map(|&tid| BackendTarget::process_and_children(tid))
                 .collect(),
-            _ => self.targets(),
+            _ => self.targets()?,
         })
     }
 
     /// The backend targets this stands for now: a process's threads are read from
     /// `/proc/PID/task` (the process alone, with what it creates, where the OS has no such
-    /// directory).
-    pub(crate) fn targets(&self) -> Vec<BackendTarget> {
-        match self {
+    /// directory); a list of CPUs is checked against the CPUs online first
+    /// ([`CpuList::check_within`]), so that `0-4294967295` is refused before it becomes
+    /// four billion targets.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a list of CPUs that is empty or names CPUs not online.
+    pub(crate) fn targets(&self) -> Result<Vec<BackendTarget>> {
+        if let Target::Cpus(cpus)
+        | Target::Cgroup {
+            cpus: Some(cpus), ..
+        } = self
+        {
+            cpus.check_within(&online_cpus())?;
+        }
+        Ok(match self {
             Target::ThisThread => vec![BackendTarget::ThisThread],
             Target::ThisThreadOnCpu(cpu) => vec![BackendTarget::ThisThreadOnCpu(*cpu)],
             Target::Thread(tid) => vec![BackendTarget::process(*tid)],
@@ -182,7 +194,7 @@ impl Target {
                     cpu,
                 })
                 .collect(),
-        }
+        })
     }
 
     /// Whether `target` may be gone by the time its counters open without that being an
@@ -328,7 +340,8 @@ impl<G: Group> MultiSet<G> {
     /// # Errors
     /// The first target's error, as [`Backend::open`] gives it (a thread of the process that
     /// ended while opening is skipped, not an error); [`ErrorKind::NotFound`] when no target
-    /// is left.
+    /// is left; [`ErrorKind::InvalidInput`] for a list of CPUs that is empty or names CPUs
+    /// not online.
     pub fn open<B>(
         backend: &B,
         events: &[ResolvedEvent],
@@ -338,7 +351,7 @@ impl<G: Group> MultiSet<G> {
     where
         B: Backend<Group = G> + ?Sized,
     {
-        Self::from_targets(backend, events, attach, &attach.targets(), options)
+        Self::from_targets(backend, events, attach, &attach.targets()?, options)
     }
 
     /// [`open`](MultiSet::open) on `targets`, the places `attach` stands for as the caller
@@ -601,7 +614,7 @@ mod tests {
     fn a_process_without_a_task_directory_is_counted_alone() {
         // No process has id u32::MAX (pid_max is at most 2^22).
         assert_eq!(
-            Target::Process(u32::MAX).targets(),
+            Target::Process(u32::MAX).targets().unwrap(),
             [BackendTarget::process_and_children(u32::MAX)]
         );
         assert!(!online_cpus().is_empty(), "this machine runs on some CPU");
@@ -610,7 +623,7 @@ mod tests {
     #[test]
     fn threads_are_each_a_target_without_their_children() {
         assert_eq!(
-            Target::Threads(vec![7, 9]).targets(),
+            Target::Threads(vec![7, 9]).targets().unwrap(),
             [BackendTarget::process(7), BackendTarget::process(9)]
         );
         assert_ne!(

@@ -265,13 +265,13 @@ impl Chosen {
 
     /// Whether the backend can count on `target` (a whole process, CPUs, a control group):
     /// each backend target it stands for is one the backend's
-    /// [`capabilities`](Chosen::capabilities) take.
+    /// [`capabilities`](Chosen::capabilities) take (none does for a list of CPUs that are not
+    /// online).
     pub fn supports(&self, target: &Target) -> bool {
         let capabilities = self.capabilities();
         target
             .targets()
-            .iter()
-            .all(|one| capabilities.supports(one))
+            .is_ok_and(|targets| targets.iter().all(|one| capabilities.supports(one)))
     }
 
     /// What `name` is here, as a backend resolves it: its native events and their encodings.

@@ -123,6 +123,37 @@ fn a_process_that_does_not_exist_is_not_found() {
     );
 }
 
+/// A list of CPUs past those online is refused before it is expanded, on every target that
+/// takes one: `0-4294967295` would be four billion targets (96 GiB asked of the allocator,
+/// and the process aborted, before this check). Oracle: the CPUs online
+/// (`/sys/devices/system/cpu/online`), and the clock: refused as quickly as one CPU past them.
+#[test]
+fn a_cpu_list_past_the_online_cpus_is_refused_before_it_is_expanded() {
+    let backend = backend_or_skip!();
+    let online = counterhal::online_cpus();
+    let past = online.last().unwrap() + 1;
+    let started = std::time::Instant::now();
+    for cpus in [
+        counterhal::CpuList::range(0, u32::MAX),
+        counterhal::CpuList::range(0, 99_999_999),
+        counterhal::CpuList::range(past, past),
+        counterhal::CpuList::default(),
+    ] {
+        for target in [
+            Target::Cpus(cpus.clone()),
+            Target::cgroup("/sys/fs/cgroup", Some(cpus.clone())),
+        ] {
+            let error = backend
+                .open_named(&["task-clock"], &target, &OpenOptions::default())
+                .map(|_| ())
+                .unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::InvalidInput, "{target:?}: {error}");
+            assert!(error.to_string().contains(&online.to_string()), "{error}");
+        }
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+}
+
 #[test]
 fn all_cpus_read_per_cpu_and_summed() {
     let backend = backend_or_skip!();

@@ -154,16 +154,45 @@ impl CpuList {
             ))
             .with_hint(format!("name CPUs that exist here, e.g. `{existing}`")));
         }
-        let missing = cpus.difference(existing);
+        cpus.check_within(existing)?;
+        Ok(cpus)
+    }
+
+    /// Refuses this list unless it names at least one CPU and every CPU it names is in
+    /// `existing`: the check of [`parse_within`](CpuList::parse_within) for a list made
+    /// otherwise. It costs the lists' ranges, never their numbers, so a caller checks before
+    /// it expands the list into one thing per CPU.
+    ///
+    /// ```
+    /// use counterhal_hal::CpuList;
+    ///
+    /// let online: CpuList = "0-3".parse()?;
+    /// assert!(CpuList::range(1, 2).check_within(&online).is_ok());
+    /// let error = CpuList::range(0, u32::MAX).check_within(&online).unwrap_err();
+    /// assert!(error.message().contains("4-4294967295"));
+    /// # Ok::<(), counterhal_hal::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an empty list, or one
+    /// naming CPUs not in `existing` (the message names them and the CPUs that exist).
+    pub fn check_within(&self, existing: &CpuList) -> Result<()> {
+        if self.is_empty() {
+            return Err(
+                Error::invalid_input("the CPU list is empty: it names no CPU")
+                    .with_hint(format!("name CPUs that exist here, e.g. `{existing}`")),
+            );
+        }
+        let missing = self.difference(existing);
         if missing.is_empty() {
-            return Ok(cpus);
+            return Ok(());
         }
         let (which, are) = match missing.len() {
             1 => ("CPU", "does"),
             _ => ("CPUs", "do"),
         };
         Err(Error::invalid_input(format!(
-            "{which} {missing} of the CPU list `{cpus}` {are} not exist here (online: {existing})"
+            "{which} {missing} of the CPU list `{self}` {are} not exist here (online: {existing})"
         ))
         .with_hint(format!("name CPUs among {existing}")))
     }
@@ -308,6 +337,7 @@ mod tests {
             assert!(error.hint().unwrap().contains("0-1"), "{error:?}");
         }
         assert_eq!(CpuList::parse_within("1, 0", &online).unwrap(), online);
+        assert!(CpuList::default().check_within(&online).is_err());
         assert!(CpuList::parse_within("x", &online).is_err());
     }
 

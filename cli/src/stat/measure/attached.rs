@@ -116,6 +116,7 @@ pub fn run_on_targets<B: Backend>(
     // (perf prints `CPU0,<not supported>,...` where no event counts).
     let cpus = match plan.per_place {
         true => counterhal::advanced::backend_targets(attach)
+            .unwrap_or_default()
             .iter()
             .filter_map(|t| t.cpu_counted())
             .collect(),
@@ -195,6 +196,7 @@ fn has_ended(pid: u32) -> bool {
 /// that this is said once, not as every event's `<not supported>`.
 fn check_cgroup<B: Backend>(backend: &B, attach: &Attach) -> Result<(), CliError> {
     let Some(target) = counterhal::advanced::backend_targets(attach)
+        .unwrap_or_default()
         .into_iter()
         .next()
     else {
