@@ -259,9 +259,22 @@ impl WaitingChild {
     ///
     /// # Errors
     /// [`ErrorKind::NotFound`] when the program is not found in `$PATH`;
-    /// [`ErrorKind::InvalidInput`] for a program or argument with a NUL byte; the errno of
-    /// `pipe2` or `fork` as an error.
+    /// [`ErrorKind::InvalidInput`] for a program or argument with a NUL byte, or an
+    /// environment variable whose name holds a `=` (the command would see another variable);
+    /// the errno of `pipe2` or `fork` as an error.
     pub fn from_command(mut command: std::process::Command) -> Result<WaitingChild> {
+        if let Some(name) = command
+            .get_envs()
+            .map(|(name, _)| name)
+            .find(|name| name.as_bytes().contains(&b'='))
+        {
+            return Err(Error::invalid_input(format!(
+                "illegal environment variable name `{}`: it holds a `=`, so the command would \
+                 see a variable named what comes before it",
+                name.to_string_lossy()
+            ))
+            .with_hint("name each variable without `=` (its value may hold one)"));
+        }
         let program = command.get_program().to_os_string();
         if find_program(&program).is_none() {
             return Err(not_found(&program));
@@ -404,6 +417,39 @@ impl WaitingChild {
         }))
     }
 
+    /// Waits up to `timeout` for the child to end: how it ended, or `None` while it runs. A
+    /// caller that must answer something while the command runs (an interpreter's signal
+    /// handlers: Ctrl-C) waits in such steps. On Linux it sleeps on the child's pidfd, so the
+    /// end is seen as it happens (and a signal to this thread ends the step early); elsewhere
+    /// it looks every 2 ms.
+    ///
+    /// # Errors
+    /// As [`try_wait`](WaitingChild::try_wait).
+    pub fn wait_for(&mut self, timeout: Duration) -> Result<Option<ChildExit>> {
+        if let Some(exit) = self.try_wait()? {
+            return Ok(Some(exit));
+        }
+        #[cfg(target_os = "linux")]
+        {
+            let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+            if sys::wait_exit(self.pid, ms).is_ok() {
+                return self.try_wait();
+            }
+        }
+        // No pidfd (Linux before 5.3, other systems).
+        let deadline = Instant::now() + timeout;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep((deadline - now).min(LOOK_EVERY));
+            if let Some(exit) = self.try_wait()? {
+                return Ok(Some(exit));
+            }
+        }
+    }
+
     /// Stops the child as `perf stat` stops a command whose time is up: `SIGTERM`, so it can
     /// clean up, then `SIGKILL` if it has not ended within `grace`. Returns how it ended (a
     /// child that had ended already is not signalled).
@@ -448,7 +494,8 @@ impl WaitingChild {
     }
 }
 
-/// How often [`WaitingChild::terminate`] looks whether the child has ended.
+/// How often [`WaitingChild::terminate`] (and [`WaitingChild::wait_for`] without a pidfd)
+/// looks whether the child has ended.
 const LOOK_EVERY: Duration = Duration::from_millis(2);
 
 /// A child's end from what `wait4` told.

@@ -181,6 +181,34 @@ fn wait4_with(pid: i32, options: libc::c_int) -> Result<Option<Waited>, Errno> {
     )))
 }
 
+/// Waits up to `timeout_ms` milliseconds for child `pid` to end, without reaping it: poll(2)
+/// on its pidfd (`pidfd_open`, Linux 5.3), which turns readable as the child ends. It returns
+/// early, `Ok`, when a signal interrupts the poll, so that the caller can answer it.
+///
+/// # Errors
+/// The errno of `pidfd_open` (`ENOSYS` before Linux 5.3) or of `poll`.
+#[cfg(target_os = "linux")]
+pub fn wait_exit(pid: i32, timeout_ms: i32) -> Result<(), Errno> {
+    // SAFETY: pidfd_open takes a pid and flags (0) and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: the kernel just created this descriptor (an int); nothing else owns it.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    let mut ready = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `ready` is one live pollfd for the call; the pidfd is open for the call.
+    let ret = unsafe { libc::poll(&mut ready, 1, timeout_ms) };
+    match ret >= 0 || last_errno() == libc::EINTR {
+        true => Ok(()),
+        false => Err(last_errno()),
+    }
+}
+
 /// Whether `pid` is a child of this process: `waitid(P_PID, pid, WEXITED | WNOHANG |
 /// WNOWAIT)`, which fails with `ECHILD` for a process that is not one (or does not exist), and
 /// otherwise changes nothing (a child that has ended stays to be waited for).

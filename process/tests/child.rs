@@ -177,6 +177,67 @@ fn try_wait_says_nothing_while_the_command_runs_and_how_it_ended_after() {
     assert_eq!(exit.exit_code(), 3);
 }
 
+/// A wait in steps says nothing while the command runs and sees its end as it happens.
+/// Oracle: the clock (`sleep 0.3` ends 0.3 s after its release) and its exit status.
+#[test]
+fn wait_for_returns_at_its_timeout_or_as_the_command_ends() {
+    let _process = shared();
+    let mut child = WaitingChild::spawn(&argv(&["sleep", "0.3"])).unwrap();
+    child.release().unwrap();
+    let started = Instant::now();
+    assert_eq!(child.wait_for(Duration::from_millis(50)).unwrap(), None);
+    let step = started.elapsed();
+    assert!(
+        step >= Duration::from_millis(50) && step < Duration::from_millis(250),
+        "{step:?}"
+    );
+    let exit = child
+        .wait_for(Duration::from_secs(30))
+        .unwrap()
+        .expect("ended");
+    let waited = started.elapsed();
+    assert_eq!(exit.exit_code(), 0, "{}", exit.describe());
+    assert!(waited < Duration::from_secs(2), "{waited:?}");
+    assert!(
+        exit.elapsed >= Duration::from_millis(290),
+        "{:?}",
+        exit.elapsed
+    );
+    assert_eq!(
+        child.wait_for(Duration::ZERO).unwrap(),
+        Some(exit),
+        "kept once reaped"
+    );
+}
+
+/// A variable named with a `=` is refused, as Python's subprocess refuses it ("illegal
+/// environment variable name"); the standard library would pass `A=B=c`, which the command
+/// reads as `A` set to `B=c`. Oracle: the command's own environment (`env`) for a value that
+/// holds a `=`, which is allowed.
+#[test]
+fn an_environment_variable_named_with_an_equals_sign_is_refused() {
+    let _process = shared();
+    use std::io::Read;
+    let mut bad = std::process::Command::new("env");
+    bad.env_clear().env("A=B", "c");
+    let Err(error) = WaitingChild::from_command(bad) else {
+        panic!("started with a variable named A=B");
+    };
+    assert_eq!(error.kind(), ErrorKind::InvalidInput);
+    assert!(error.message().contains("`A=B`"), "{error}");
+    let mut good = std::process::Command::new("env");
+    good.env_clear()
+        .env("A", "B=c")
+        .stdout(std::process::Stdio::piped());
+    let mut child = WaitingChild::from_command(good).unwrap();
+    child.release().unwrap();
+    let mut out = String::new();
+    let mut stdout = child.child().unwrap().stdout.take().unwrap();
+    stdout.read_to_string(&mut out).unwrap();
+    assert_eq!(child.wait().unwrap().exit_code(), 0);
+    assert_eq!(out, "A=B=c\n");
+}
+
 /// A released shell that runs `trap` and then loops, returned once the trap is set: the shell
 /// makes a mark file after it, which this waits for (a signal sent before would find the
 /// shell's default disposition).
