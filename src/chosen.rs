@@ -122,6 +122,17 @@ impl Context {
     }
 }
 
+/// What [`Chosen::open_named_counting`] opened: the events that count here, as one set, and
+/// those left out, each with why (perf's `<not supported>`).
+#[non_exhaustive]
+pub struct PartialSet {
+    /// The events that count here, in the order named (one group where the options group
+    /// them); `None` where none does.
+    pub set: Option<EventSet<AnyGroup>>,
+    /// Each event left out, by its index among the names, with why it cannot be counted here.
+    pub left_out: Vec<(usize, Error)>,
+}
+
 /// The backend a [`Setup`](crate::Setup) opened, and why each backend tried before it was
 /// passed over: what a program counts with.
 ///
@@ -203,6 +214,51 @@ impl Chosen {
         open::open_on(self, events, target, options)
     }
 
+    /// Opens `names` on `target` as [`open_named`](Chosen::open_named) does, but leaves out
+    /// each event that cannot be counted here, as `perf stat` prints `<not supported>` for it
+    /// and counts the rest ([`PartialSet`]). Where every event opens together nothing is
+    /// tried alone; else each is tried alone on `target` first.
+    ///
+    /// # Errors
+    /// As [`open_named`](Chosen::open_named) for the names (one that means nothing is an
+    /// error, not an event left out); the error of the whole where each event opens alone
+    /// but not all together (more than the counters hold as one group).
+    pub fn open_named_counting(
+        &self,
+        names: &[&str],
+        target: &Target,
+        options: &OpenOptions,
+    ) -> Result<PartialSet> {
+        open::refuse_duplicates(names)?;
+        let events = names
+            .iter()
+            .map(|name| Backend::resolve(self, name))
+            .collect::<Result<Vec<_>>>()?;
+        let together = match open::open_on(self, events.clone(), target, options) {
+            Ok(set) => {
+                return Ok(PartialSet {
+                    set: Some(set),
+                    left_out: Vec::new(),
+                });
+            }
+            Err(e) => e,
+        };
+        let mut counted = Vec::new();
+        let mut left_out = Vec::new();
+        for (index, event) in events.into_iter().enumerate() {
+            match open::open_on(self, vec![event.clone()], target, options) {
+                Ok(_) => counted.push(event),
+                Err(e) => left_out.push((index, e)),
+            }
+        }
+        let set = match (counted.is_empty(), left_out.is_empty()) {
+            (true, _) => None,
+            (false, true) => return Err(together),
+            (false, false) => Some(open::open_on(self, counted, target, options)?),
+        };
+        Ok(PartialSet { set, left_out })
+    }
+
     /// Runs `command` with the events `names` counted from its `exec` to its end, with every
     /// process and thread it creates (`perf stat -- cmd`), with the options' domain given to
     /// the events without one and, where the OS refuses counting the kernel and no domain was
@@ -213,9 +269,10 @@ impl Chosen {
     /// caller's environment, directory and standard streams) or its arguments
     /// ([`Launch::Argv`](crate::Launch::Argv), the cheaper start).
     ///
-    /// The one way to count a command: to read it while it runs, stop it, count perf's
-    /// `{a,b}` groups or the command alone, hold it as
-    /// [`advanced::CountedCommand`](CountedCommand).
+    /// The one way to count a command: to wait in steps (answering Ctrl-C between them),
+    /// read it while it runs or stop it, [`launch_command`](Chosen::launch_command) holds it
+    /// as an [`advanced::CountedCommand`](CountedCommand), whose own `launch` counts perf's
+    /// `{a,b}` groups or the command alone.
     ///
     /// # Errors
     /// As [`Backend::resolve`] for the names, and as
@@ -229,6 +286,27 @@ impl Chosen {
         command: impl Into<counterhal_process::Launch>,
         options: &OpenOptions,
     ) -> Result<CommandCount> {
+        let mut counted = self.launch_command(names, command, options)?;
+        counted.start()?;
+        counted.wait()
+    }
+
+    /// Starts `command` held before its `exec`, with `names` opened on it as
+    /// [`count_command`](Chosen::count_command) opens them, for a caller that waits its own
+    /// way: [`start`](CountedCommand::start) lets it run, then
+    /// [`wait_for`](CountedCommand::wait_for) waits in steps (between which a caller answers
+    /// Ctrl-C, say), [`stop`](CountedCommand::stop) ends it early, and
+    /// [`wait`](CountedCommand::wait) gives the counts (with the note).
+    ///
+    /// # Errors
+    /// As [`count_command`](Chosen::count_command), but for the command's start and end.
+    #[cfg(unix)]
+    pub fn launch_command(
+        &self,
+        names: &[&str],
+        command: impl Into<counterhal_process::Launch>,
+        options: &OpenOptions,
+    ) -> Result<CountedCommand<AnyGroup>> {
         open::refuse_duplicates(names)?;
         let events = names
             .iter()
@@ -239,12 +317,9 @@ impl Chosen {
             true => vec![(0..events.len()).collect()],
             false => Vec::new(),
         };
-        let mut counted =
+        let counted =
             CountedCommand::launch(self, &events, command, options, &groups, Follow::Children)?;
-        counted.start()?;
-        let mut count = counted.wait()?;
-        count.note = note;
-        Ok(count)
+        Ok(counted.noting(note))
     }
 
     /// Opens events already resolved ([`resolve`](Chosen::resolve)), or encoded by the caller,

@@ -54,6 +54,8 @@ pub struct CountedCommand<G> {
     child: WaitingChild,
     events: Vec<ResolvedEvent>,
     opened: Vec<Opened<G>>,
+    /// What opening did on its own ([`CommandCount::note`]).
+    note: Option<String>,
 }
 
 /// Whom the counters of a [`CountedCommand`] follow.
@@ -222,7 +224,13 @@ impl<G: Group> CountedCommand<G> {
             child,
             events: events.to_vec(),
             opened,
+            note: None,
         })
+    }
+
+    /// The same command, its count noting `note` ([`CommandCount::note`]).
+    pub(crate) fn noting(self, note: Option<String>) -> Self {
+        Self { note, ..self }
     }
 
     /// The command's process id (its signals may be passed on to it from here on:
@@ -267,6 +275,17 @@ impl<G: Group> CountedCommand<G> {
         self.child.try_wait()
     }
 
+    /// Waits up to `timeout` for the command to end: how it ended, or `None` while it runs
+    /// (a caller that must answer something meanwhile, such as Ctrl-C, waits in steps). Once
+    /// it has ended, [`wait`](CountedCommand::wait) returns at once with the counts.
+    ///
+    /// # Errors
+    /// As [`WaitingChild::wait_for`]: [`ErrorKind::InvalidInput`] before
+    /// [`start`](CountedCommand::start).
+    pub fn wait_for(&mut self, timeout: Duration) -> Result<Option<ChildExit>> {
+        self.child.wait_for(timeout)
+    }
+
     /// Stops the command as `perf stat` stops one whose time is up: `SIGTERM`, then `SIGKILL`
     /// if it has not ended within `grace`. Returns how it ended; [`wait`](CountedCommand::wait)
     /// then returns at once with the counts.
@@ -289,7 +308,7 @@ impl<G: Group> CountedCommand<G> {
             pid,
             readings: read_all(&mut self.opened, &self.events),
             exit,
-            note: None,
+            note: self.note,
         })
     }
 }

@@ -164,7 +164,7 @@ mod setup;
 mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
-pub use chosen::{Chosen, Context};
+pub use chosen::{Chosen, Context, PartialSet};
 #[cfg(unix)]
 pub use command::CommandCount;
 #[cfg(unix)]
