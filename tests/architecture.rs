@@ -546,15 +546,18 @@ fn the_map_keeps_the_arrows_pointing_one_way() {
             }
         }
     }
-    // The C boundary sits under the two C libraries alone.
+    // The C boundary sits under the libraries C calls alone: the two C libraries and the
+    // Python extension module (which shares their fork count).
     if !map["counterhal-cboundary"].0.is_empty() {
         broken.push("counterhal-cboundary depends on no workspace crate".to_string());
     }
     for (name, (may, tests)) in &map {
-        let c_library = ["counterhal-capi", "counterhal-papi"].contains(&name.as_str());
-        if may.iter().chain(tests).any(|d| d == "counterhal-cboundary") && !c_library {
+        let called_from_c =
+            ["counterhal-capi", "counterhal-papi", "counterhal-python"].contains(&name.as_str());
+        if may.iter().chain(tests).any(|d| d == "counterhal-cboundary") && !called_from_c {
             broken.push(format!(
-                "{name} -> counterhal-cboundary: only the C API and libpapi use the C boundary"
+                "{name} -> counterhal-cboundary: only the C API, libpapi and the Python \
+                 module use the C boundary"
             ));
         }
     }

@@ -49,6 +49,8 @@ class Reading:
     @property
     def multiplexed(self) -> bool:
         """Whether the event counted for only part of its time enabled."""
+    def to_dict(self) -> Dict[str, Optional[int]]:
+        """value, enabled, running and scaled as plain data (what json.dumps takes)."""
     def __sub__(self, earlier: "Reading") -> "Reading": ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
@@ -70,8 +72,15 @@ class Counts(Mapping[str, Reading]):
     def get(self, name: str) -> Optional[Reading]: ...
     @overload
     def get(self, name: str, default: _T) -> Union[Reading, _T]: ...
+    @overload
     def to_dict(self, scaled: bool = False) -> Dict[str, Optional[int]]:
-        """Each event's value (its scaled estimate where scaled), by name."""
+        """Each event's value (its scaled estimate where scaled), by name; None for one not
+        counted (what json.dumps takes)."""
+    @overload
+    def to_dict(
+        self, scaled: bool = False, *, readings: bool
+    ) -> Dict[str, Union[Optional[int], Dict[str, Optional[int]]]]:
+        """With readings=True, each reading's fields (Reading.to_dict()), by name."""
     @property
     def note(self) -> Optional[str]:
         """What counting did on its own (user space only), or None."""
@@ -111,7 +120,13 @@ def cgroup(
 class Session:
     """The backend and CPU model events are opened with."""
 
-    def __init__(self, *, cpu_model: Optional[str] = None, backend: Optional[str] = None) -> None: ...
+    def __init__(
+        self,
+        *,
+        cpu_model: Optional[str] = None,
+        backend: Optional[str] = None,
+        mount_tracefs: bool = False,
+    ) -> None: ...
     @property
     def backend(self) -> str:
         """The backend's name."""
@@ -131,6 +146,7 @@ class Group:
         domain: Optional[str] = None,
         grouped: bool = True,
         inherit: bool = False,
+        strict: bool = True,
     ) -> None: ...
     def start(self) -> None:
         """Starts counting (the counts go on from where they were)."""
@@ -139,7 +155,7 @@ class Group:
     def reset(self) -> None:
         """Zeroes the counts and their times."""
     def read(self) -> Counts:
-        """The counts now, one reading per event."""
+        """The counts now, one reading per event (after close(), those it had then)."""
     def close(self) -> None:
         """Releases the counters, keeping the counts they had."""
     @property
@@ -165,6 +181,7 @@ def count(
     domain: Optional[str] = None,
     grouped: bool = True,
     inherit: bool = False,
+    strict: bool = True,
 ) -> Group:
     """A group for one with block: started, then stopped and closed as it ends."""
 
@@ -244,7 +261,8 @@ def run(
     cwd: Union[str, "os.PathLike[str]", None] = None,
     env: Optional[Mapping[str, str]] = None,
 ) -> Run:
-    """Runs a command with events counted from its exec to its end, and waits for it."""
+    """Runs a command with events counted from its exec to its end, and waits for it
+    (Ctrl-C stops the command and raises KeyboardInterrupt)."""
 
 class Event:
     """One event as counterhal list lists it."""

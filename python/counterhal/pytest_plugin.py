@@ -17,6 +17,11 @@ with the mean per call, so that ``--benchmark-json`` and saved runs hold them be
 times. Without pytest-benchmark the fixture works alone. Either way each test's counts are
 recorded as its ``user_properties`` (``--junitxml`` writes them) and listed at the end of
 the run.
+
+An event this machine cannot count (``cycles`` in a VM without a hardware PMU) is not
+counted, as ``perf stat`` prints ``<not supported>`` for it, and the others are: the record
+and the summary say so, and reading it raises why. ``--counterhal-strict`` (or the ini
+option ``counterhal_strict``) makes it an error of every test that takes the fixture.
 """
 
 from __future__ import annotations
@@ -44,10 +49,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the events the `counters` fixture counts, as perf stat -e takes them "
         f"(default: {DEFAULT_EVENTS})",
     )
+    group.addoption(
+        "--counterhal-strict",
+        dest="counterhal_strict",
+        action="store_true",
+        default=None,
+        help="an event this machine cannot count is an error of each test that takes the "
+        "`counters` fixture (default: it is reported as <not supported> and the rest count)",
+    )
     parser.addini(
         "counterhal_events",
         "the events the `counters` fixture counts (--counterhal-events)",
         default=DEFAULT_EVENTS,
+    )
+    parser.addini(
+        "counterhal_strict",
+        "an event this machine cannot count fails the test (--counterhal-strict)",
+        type="bool",
+        default=False,
     )
 
 
@@ -60,8 +79,16 @@ class Counters:
     thread, counting inside ``with counters:`` blocks (their counts add up) and, in a
     benchmark, in every round the benchmark times."""
 
-    def __init__(self, events: str) -> None:
-        self.group = counterhal.Group(events)
+    def __init__(self, events: str, strict: bool = False) -> None:
+        self.group = counterhal.Group(events, strict=strict)
+        counts = self.group.read()
+        #: Why each event this machine cannot count is not counted (perf's <not supported>).
+        self.not_supported: Dict[str, str] = {}
+        for name in counts:
+            try:
+                counts[name]
+            except counterhal.Error as error:
+                self.not_supported[name] = str(error)
         #: The calls of a benchmarked function counted (None: no benchmark).
         self.calls: Optional[int] = None
 
@@ -109,27 +136,26 @@ class Counters:
         benchmark._make_runner = counted_runner
 
     def record(self) -> Dict[str, Any]:
-        """What was counted, as JSON takes it: each event's reading, the note, and in a
+        """What was counted, as JSON takes it: each event's reading (``None`` for one this
+        machine cannot count, with why under ``not_supported``), the note, and in a
         benchmark the calls counted and each event's mean per call."""
         counts = self.group.read()
-        record: Dict[str, Any] = {
-            "events": {
-                name: {
-                    "value": reading.value,
-                    "enabled": reading.enabled,
-                    "running": reading.running,
-                    "scaled": reading.scaled,
-                }
-                for name, reading in counts.items()
-            },
-            "note": counts.note,
-        }
+        events: Dict[str, Any] = {}
+        for name in counts:
+            reading = counts.get(name)
+            if reading is None:
+                events[name] = {"value": None, "enabled": None, "running": None,
+                                "scaled": None, "not_supported": self.not_supported[name]}
+            else:
+                events[name] = {"value": reading.value, "enabled": reading.enabled,
+                                "running": reading.running, "scaled": reading.scaled}
+        record: Dict[str, Any] = {"events": events, "note": counts.note}
         if self.calls is not None:
             record["calls"] = self.calls
             record["per_call"] = {
-                name: (reading.scaled / self.calls if self.calls and reading.scaled is not None
+                name: (event["scaled"] / self.calls if self.calls and event["scaled"] is not None
                        else None)
-                for name, reading in counts.items()
+                for name, event in events.items()
             }
         return record
 
@@ -141,7 +167,8 @@ def counters(request: pytest.FixtureRequest):
     ``benchmark`` fixture, every call it times is counted into its ``extra_info``."""
     config = request.config
     events = config.getoption("counterhal_events") or config.getini("counterhal_events")
-    counted = Counters(events)
+    strict = config.getoption("counterhal_strict") or config.getini("counterhal_strict")
+    counted = Counters(events, strict=bool(strict))
     benchmark = None
     if "benchmark" in request.fixturenames:
         benchmark = request.getfixturevalue("benchmark")
@@ -160,14 +187,26 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if not recorded:
         return
     terminalreporter.write_sep("-", "counterhal")
+    not_supported: Dict[str, str] = {}
     for nodeid, record in recorded:
+        said = []
         per_call = record.get("per_call")
+        for name, event in record["events"].items():
+            if "not_supported" in event:
+                not_supported.setdefault(name, event["not_supported"])
+                said.append(f"{name} <not supported>")
+            elif per_call is not None:
+                if per_call[name] is not None:
+                    said.append(f"{name} {per_call[name]:.6g}/call")
+            else:
+                said.append(f"{name} {event['value']}")
+        line = ", ".join(said)
         if per_call is not None:
-            said = ", ".join(f"{name} {value:.6g}/call" for name, value in per_call.items()
-                             if value is not None)
-            said = f"{said} ({record['calls']} calls)"
-        else:
-            said = ", ".join(f"{name} {event['value']}" for name, event in record["events"].items())
-        terminalreporter.write_line(f"{nodeid}: {said}")
+            line = f"{line} ({record['calls']} calls)"
+        terminalreporter.write_line(f"{nodeid}: {line}")
         if record["note"]:
             terminalreporter.write_line(f"  note: {record['note']}")
+    for name, why in not_supported.items():
+        terminalreporter.write_line(
+            f"{name} <not supported> here: {why} (--counterhal-strict makes it an error)"
+        )

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use counterhal::{CommandCount, Launch};
 use pyo3::prelude::*;
@@ -97,6 +98,9 @@ impl Run {
 /// args`), and waits for it. Its standard streams are this process's; `cwd` and `env` (the
 /// whole environment) are `subprocess`'s. With `grouped=True` the events are one group (all
 /// counted or none); else an event this machine lacks is an error of that event alone.
+/// Ctrl-C (`KeyboardInterrupt`, or any exception a signal handler raises) ends the wait as
+/// it ends `subprocess.run`'s: the command is stopped (`SIGTERM`, then `SIGKILL` after
+/// 0.25 s) and the exception raised.
 #[pyfunction]
 #[pyo3(signature = (args, events = None, *, session = None, domain = None, grouped = false, cwd = None, env = None))]
 #[allow(clippy::too_many_arguments)] // Python's keyword arguments
@@ -118,13 +122,26 @@ pub(crate) fn run(
     let session = session_or_default(py, session)?;
     let chosen = &session.get().chosen;
     let launch = launch(args, cwd, env);
-    let count = py
+    let mut counted = py
         .detach(|| {
-            let launch = launch?;
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            chosen.count_command(&names, launch, &options)
+            let mut counted = chosen.launch_command(&names, launch?, &options)?;
+            counted.start()?;
+            Ok(counted)
         })
         .or_raise(py)?;
+    // Wait in steps, answering the interpreter's signal handlers between them.
+    while py
+        .detach(|| counted.wait_for(WAIT_STEP))
+        .or_raise(py)?
+        .is_none()
+    {
+        if let Err(interrupted) = py.check_signals() {
+            let _ = py.detach(|| counted.stop(INTERRUPTED_GRACE));
+            return Err(interrupted);
+        }
+    }
+    let count = py.detach(|| counted.wait()).or_raise(py)?;
     let counts = Counts::of_results(
         Arc::from(names),
         count.readings.clone(),
@@ -132,6 +149,14 @@ pub(crate) fn run(
     );
     Ok(Run { count, counts })
 }
+
+/// How long `run()` waits for its command before it answers the interpreter's signals (a
+/// signal to the waiting thread ends a step at once).
+const WAIT_STEP: Duration = Duration::from_millis(50);
+
+/// How long an interrupted `run()` gives its command after `SIGTERM` before `SIGKILL`: the
+/// 0.25 s `subprocess.run` gives a command to end on its own after Ctrl-C.
+const INTERRUPTED_GRACE: Duration = Duration::from_millis(250);
 
 /// How the command starts: its arguments alone (the cheaper start), or a `Command` where a
 /// directory or environment of its own is asked.

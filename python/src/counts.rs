@@ -62,6 +62,18 @@ impl Reading {
         self.0.is_multiplexed()
     }
 
+    /// The reading as plain data (what `json.dumps` takes): `value`, `enabled`, `running`
+    /// and `scaled`.
+    #[allow(clippy::wrong_self_convention)] // a Python method, which takes `&self`
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("value", self.0.value)?;
+        dict.set_item("enabled", self.0.time_enabled)?;
+        dict.set_item("running", self.0.time_running)?;
+        dict.set_item("scaled", self.0.scaled())?;
+        Ok(dict)
+    }
+
     /// The counts since `earlier`, field by field (an event read twice without a reset).
     fn __sub__(&self, earlier: &Reading) -> Reading {
         Reading(self.0.since(&earlier.0))
@@ -87,22 +99,27 @@ impl Reading {
 pub(crate) struct Counts {
     names: Arc<[String]>,
     readings: Vec<counterhal::Reading>,
-    /// The events that were not counted (a command's), by index, with why.
-    missing: Vec<(usize, counterhal::Error)>,
+    /// The events that were not counted, by index, with why.
+    missing: Arc<[(usize, counterhal::Error)]>,
     note: Option<Arc<str>>,
 }
 
 impl Counts {
-    /// `readings` of the events `names`, in order.
+    /// `readings` of the events `names`, in order, but for those `missing` (by index, with
+    /// why they were not counted), which have no reading in `readings`.
     pub(crate) fn new(
         names: Arc<[String]>,
-        readings: Vec<counterhal::Reading>,
+        mut readings: Vec<counterhal::Reading>,
+        missing: Arc<[(usize, counterhal::Error)]>,
         note: Option<Arc<str>>,
     ) -> Counts {
+        for (at, _) in missing.iter() {
+            readings.insert(*at, counterhal::Reading::default());
+        }
         Counts {
             names,
             readings,
-            missing: Vec::new(),
+            missing,
             note,
         }
     }
@@ -127,7 +144,7 @@ impl Counts {
         Counts {
             names,
             readings,
-            missing,
+            missing: missing.into(),
             note,
         }
     }
@@ -227,18 +244,25 @@ impl Counts {
         }
     }
 
-    /// Each event's value (its scaled estimate where `scaled`), by name: `None` for one that
-    /// never ran or was not counted.
-    #[pyo3(signature = (scaled = false))]
-    fn to_dict<'py>(&self, py: Python<'py>, scaled: bool) -> PyResult<Bound<'py, PyDict>> {
+    /// The counts as plain data, by name (what `json.dumps` takes): each event's value (its
+    /// scaled estimate where `scaled`; `None` for one that never ran), or with
+    /// `readings=True` each reading's fields (`Reading.to_dict()`); `None` for an event that
+    /// was not counted.
+    #[pyo3(signature = (scaled = false, *, readings = false))]
+    fn to_dict<'py>(
+        &self,
+        py: Python<'py>,
+        scaled: bool,
+        readings: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         for (at, name) in self.names.iter().enumerate() {
-            let value = match self.reading(py, at) {
-                Ok(Reading(reading)) if scaled => reading.scaled(),
-                Ok(Reading(reading)) => Some(reading.value),
-                Err(_) => None,
-            };
-            dict.set_item(name, value)?;
+            match self.reading(py, at) {
+                Ok(reading) if readings => dict.set_item(name, reading.to_dict(py)?)?,
+                Ok(Reading(reading)) if scaled => dict.set_item(name, reading.scaled())?,
+                Ok(Reading(reading)) => dict.set_item(name, reading.value)?,
+                Err(_) => dict.set_item(name, py.None())?,
+            }
         }
         Ok(dict)
     }
@@ -266,7 +290,7 @@ impl Counts {
         Ok(Counts {
             names: Arc::clone(&self.names),
             readings,
-            missing: self.missing.clone(),
+            missing: Arc::clone(&self.missing),
             note: self.note.clone(),
         })
     }

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::counts::Counts;
-use crate::errors::{OrRaise, closed};
+use crate::errors::{OrRaise, closed, forked};
 use crate::session::{Session, session_or_default};
 use crate::target::target_of;
 
@@ -64,9 +64,10 @@ pub(crate) fn open_options(
     Ok(options)
 }
 
-/// A group's state: open (with whether it runs), or closed with its counts at the close.
+/// A group's state: open (its set: `None` where none of its events counts here), or closed
+/// with its counts at the close.
 enum State {
-    Open(EventSet<AnyGroup>),
+    Open(Option<EventSet<AnyGroup>>),
     Closed(Option<Counts>),
 }
 
@@ -76,43 +77,61 @@ enum State {
 /// last one.
 #[pyclass(frozen, module = "counterhal")]
 pub(crate) struct Group {
+    /// The process the group was opened in, as its count of forks: in a child of `fork()` the
+    /// counters are still the parent's, and the lock may be held by a thread the child lacks.
+    generation: u64,
     state: Mutex<State>,
     names: Arc<[String]>,
+    /// The events left out as not countable here (`strict=False`), by index, with why.
+    missing: Arc<[(usize, counterhal::Error)]>,
     note: Option<Arc<str>>,
     /// Whether leaving a `with` block closes it (`count()`'s groups).
     close_on_exit: bool,
 }
 
 impl Group {
-    /// Opens `events` on `target` (`None`: this thread) with the session's backend, stopped.
+    /// Opens `events` on `target` (`None`: this thread) with the session's backend, stopped;
+    /// all of them, or where not `strict`, those that count here.
     fn open(
         py: Python<'_>,
         events: &Bound<'_, PyAny>,
         target: Option<&Bound<'_, PyAny>>,
         session: Option<Bound<'_, Session>>,
         options: OpenOptions,
+        strict: bool,
         close_on_exit: bool,
     ) -> PyResult<Group> {
         let names = event_names(events)?;
         let target = target_of(target)?;
         let session = session_or_default(py, session)?;
         let chosen = &session.get().chosen;
-        let set = py
+        let (set, missing) = py
             .detach(|| {
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                chosen.open_named(&names, &target, &options)
+                match strict {
+                    true => Ok((Some(chosen.open_named(&names, &target, &options)?), vec![])),
+                    false => chosen
+                        .open_named_counting(&names, &target, &options)
+                        .map(|partial| (partial.set, partial.left_out)),
+                }
             })
             .or_raise(py)?;
         Ok(Group {
-            note: set.note().map(Arc::from),
+            generation: counterhal_cboundary::forks(),
+            note: set.as_ref().and_then(EventSet::note).map(Arc::from),
             state: Mutex::new(State::Open(set)),
             names: names.into(),
+            missing: missing.into(),
             close_on_exit,
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// The group's state, locked; refused, before the lock is taken, in a child of `fork()`.
+    fn lock(&self) -> counterhal::Result<MutexGuard<'_, State>> {
+        if self.generation != counterhal_cboundary::forks() {
+            return Err(forked("group"));
+        }
+        Ok(self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Runs `operation` on the open set with the interpreter lock released.
@@ -121,32 +140,40 @@ impl Group {
         py: Python<'_>,
         operation: fn(&mut EventSet<AnyGroup>) -> counterhal::Result<()>,
     ) -> PyResult<()> {
-        py.detach(|| match &mut *self.lock() {
-            State::Open(set) => operation(set),
+        py.detach(|| match &mut *self.lock()? {
+            State::Open(Some(set)) => operation(set),
+            State::Open(None) => Ok(()),
             State::Closed(_) => Err(closed("group")),
         })
         .or_raise(py)
     }
 
-    /// A read of the open set, or why there is none.
+    /// A read of the open set, or the counts it had at its close, or why there are none.
     fn read_set(&self, state: &mut State) -> counterhal::Result<Counts> {
         match state {
             State::Open(set) => {
-                let mut readings = vec![counterhal::Reading::default(); self.names.len()];
-                set.read(&mut readings)?;
+                let counted = self.names.len() - self.missing.len();
+                let mut readings = vec![counterhal::Reading::default(); counted];
+                if let Some(set) = set {
+                    set.read(&mut readings)?;
+                }
                 Ok(Counts::new(
                     Arc::clone(&self.names),
                     readings,
+                    Arc::clone(&self.missing),
                     self.note.clone(),
                 ))
             }
-            State::Closed(_) => Err(closed("group")),
+            State::Closed(Some(last)) => Ok(last.clone()),
+            State::Closed(None) => Err(closed("group")),
         }
     }
 }
 
 /// A group dropped open (collected without `close()`) closes its counters with the
-/// interpreter lock released, as `close()` does; nothing else can reach it by then.
+/// interpreter lock released, as `close()` does; nothing else can reach it by then, and no
+/// lock is taken (in a child of `fork()` this closes the child's copies of the descriptors,
+/// leaving the parent's counters as they are).
 impl Drop for Group {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -163,9 +190,13 @@ impl Group {
     /// a modifier count (`"user"`, `"user,kernel"`; `None`: the kernel too where the system
     /// allows, else user space with a `note`); `grouped=False` opens each event on its own
     /// (time-shared where counters run out); `inherit=True` counts the threads and processes
-    /// a thread target creates too.
+    /// a thread target creates too. `strict=False` counts the events that count here and
+    /// leaves out the others (a hardware event in a VM without a PMU), as `perf stat` prints
+    /// `<not supported>` for them: reading one raises why (an event name that means nothing
+    /// is an error still).
     #[new]
-    #[pyo3(signature = (events, target = None, *, session = None, domain = None, grouped = true, inherit = false))]
+    #[pyo3(signature = (events, target = None, *, session = None, domain = None, grouped = true, inherit = false, strict = true))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn new(
         py: Python<'_>,
         events: &Bound<'_, PyAny>,
@@ -174,9 +205,10 @@ impl Group {
         domain: Option<&str>,
         grouped: bool,
         inherit: bool,
+        strict: bool,
     ) -> PyResult<Group> {
         let options = open_options(py, domain, grouped, inherit)?;
-        Group::open(py, events, target, session, options, false)
+        Group::open(py, events, target, session, options, strict, false)
     }
 
     /// Starts counting (the counts go on from where they were: `reset()` zeroes them).
@@ -195,28 +227,32 @@ impl Group {
     }
 
     /// The counts now, one reading per event: one system call, the interpreter lock held.
+    /// After `close()`, the counts the group had then.
     fn read(&self, py: Python<'_>) -> PyResult<Counts> {
-        let mut state = self.lock();
-        self.read_set(&mut state).or_raise(py)
+        let read = self.lock().and_then(|mut state| self.read_set(&mut state));
+        read.or_raise(py)
     }
 
-    /// Releases the counters, keeping the counts they had (`group["name"]` still reads them).
-    /// Closing a closed group does nothing.
-    fn close(&self, py: Python<'_>) {
+    /// Releases the counters, keeping the counts they had (`read()` and `group["name"]` still
+    /// give them). Closing a closed group does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| {
-            let mut state = self.lock();
+            let mut state = self.lock()?;
             if let State::Open(_) = &*state {
                 let last = self.read_set(&mut state).ok();
                 // The counters' descriptors close as the set drops.
                 *state = State::Closed(last);
             }
-        });
+            Ok(())
+        })
+        .or_raise(py)
     }
 
     /// Whether the group was closed.
     #[getter]
-    fn closed(&self) -> bool {
-        matches!(&*self.lock(), State::Closed(_))
+    fn closed(&self, py: Python<'_>) -> PyResult<bool> {
+        let state = self.lock().or_raise(py)?;
+        Ok(matches!(&*state, State::Closed(_)))
     }
 
     /// The events, by the names they were asked by.
@@ -233,13 +269,7 @@ impl Group {
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let counts = {
-            let mut state = self.lock();
-            match &mut *state {
-                State::Closed(Some(last)) => last.clone(),
-                _ => self.read_set(&mut state).or_raise(py)?,
-            }
-        };
+        let counts = self.read(py)?;
         Ok(Bound::new(py, counts)?.into_any().get_item(key)?.unbind())
     }
 
@@ -258,20 +288,22 @@ impl Group {
         _traceback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let stopped = self.stop(py);
-        if self.close_on_exit {
-            self.close(py);
-        }
+        let closed = match self.close_on_exit {
+            true => self.close(py),
+            false => Ok(()),
+        };
         match exception {
             Some(_) => Ok(false),
-            None => stopped.map(|()| false),
+            None => stopped.and(closed).map(|()| false),
         }
     }
 
     fn __repr__(&self) -> String {
-        let state = match &*self.lock() {
-            State::Open(_) => "open".to_string(),
-            State::Closed(Some(last)) => format!("closed, {}", last.__repr__()),
-            State::Closed(None) => "closed".to_string(),
+        let state = match self.lock().as_deref() {
+            Ok(State::Open(_)) => "open".to_string(),
+            Ok(State::Closed(Some(last))) => format!("closed, {}", last.__repr__()),
+            Ok(State::Closed(None)) => "closed".to_string(),
+            Err(_) => "of the parent process (before fork())".to_string(),
         };
         format!("<counterhal.Group {:?} {state}>", self.names.join(","))
     }
@@ -281,7 +313,8 @@ impl Group {
 /// and closed as it ends; then `c["page-faults"]` is its reading (value, enabled, running,
 /// scaled). The arguments are `Group`'s.
 #[pyfunction]
-#[pyo3(signature = (events, target = None, *, session = None, domain = None, grouped = true, inherit = false))]
+#[pyo3(signature = (events, target = None, *, session = None, domain = None, grouped = true, inherit = false, strict = true))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments
 pub(crate) fn count(
     py: Python<'_>,
     events: &Bound<'_, PyAny>,
@@ -290,7 +323,8 @@ pub(crate) fn count(
     domain: Option<&str>,
     grouped: bool,
     inherit: bool,
+    strict: bool,
 ) -> PyResult<Group> {
     let options = open_options(py, domain, grouped, inherit)?;
-    Group::open(py, events, target, session, options, true)
+    Group::open(py, events, target, session, options, strict, true)
 }

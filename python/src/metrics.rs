@@ -9,7 +9,7 @@ use counterhal::metrics::{MetricSet, Threshold};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
 
-use crate::errors::{OrRaise, closed};
+use crate::errors::{OrRaise, closed, forked};
 use crate::group::{event_names, open_options};
 use crate::session::{Session, session_or_default};
 use crate::target::target_of;
@@ -66,6 +66,9 @@ enum State {
 /// block starts and stops it; `m["IPC"]` is a fresh read's value, or after the close the last.
 #[pyclass(frozen, module = "counterhal")]
 pub(crate) struct Metrics {
+    /// The process the set was opened in, as its count of forks (a child's use is refused, as
+    /// a group's is).
+    generation: u64,
     state: Mutex<State>,
     names: Vec<String>,
     events: Vec<String>,
@@ -92,6 +95,7 @@ impl Metrics {
             })
             .or_raise(py)?;
         Ok(Metrics {
+            generation: counterhal_cboundary::forks(),
             names: set.metrics().iter().map(|m| m.name.to_string()).collect(),
             events: set.events().to_vec(),
             state: Mutex::new(State::Open(Box::new(set))),
@@ -99,15 +103,34 @@ impl Metrics {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// The set's state, locked; refused, before the lock is taken, in a child of `fork()`.
+    fn lock(&self) -> counterhal::Result<MutexGuard<'_, State>> {
+        if self.generation != counterhal_cboundary::forks() {
+            return Err(forked("metric set"));
+        }
+        Ok(self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// The values now, or those at the close, or why there are none.
     fn values(state: &mut State) -> counterhal::Result<Vec<MetricValue>> {
         match state {
             State::Open(set) => Ok(set.read()?.into_iter().map(MetricValue::from).collect()),
-            State::Closed(_) => Err(closed("metric set")),
+            State::Closed(Some(last)) => Ok(last.clone()),
+            State::Closed(None) => Err(closed("metric set")),
         }
+    }
+
+    /// Runs `operation` on the open set with the interpreter lock released.
+    fn on_set(
+        &self,
+        py: Python<'_>,
+        operation: fn(&mut MetricSet) -> counterhal::Result<()>,
+    ) -> PyResult<()> {
+        py.detach(|| match &mut *self.lock()? {
+            State::Open(set) => operation(set),
+            State::Closed(_) => Err(closed("metric set")),
+        })
+        .or_raise(py)
     }
 }
 
@@ -151,37 +174,34 @@ impl Metrics {
 
     /// Starts counting (and the clock of the metrics' duration).
     fn start(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| match &mut *self.lock() {
-            State::Open(set) => set.enable(),
-            State::Closed(_) => Err(closed("metric set")),
-        })
-        .or_raise(py)
+        self.on_set(py, |set| set.enable())
     }
 
     /// Stops counting (and the clock).
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| match &mut *self.lock() {
-            State::Open(set) => set.disable(),
-            State::Closed(_) => Err(closed("metric set")),
-        })
-        .or_raise(py)
+        self.on_set(py, |set| set.disable())
     }
 
-    /// Each metric's value now, by name.
+    /// Each metric's value now, by name; after `close()`, the values it gave then.
     fn read<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let values = Metrics::values(&mut self.lock()).or_raise(py)?;
-        by_name(py, values)
+        let values = self
+            .lock()
+            .and_then(|mut state| Metrics::values(&mut state));
+        by_name(py, values.or_raise(py)?)
     }
 
-    /// Releases the counters, keeping the values they gave last.
-    fn close(&self, py: Python<'_>) {
+    /// Releases the counters, keeping the values they gave last (`read()` and `m["IPC"]`
+    /// still give them). Closing a closed set does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| {
-            let mut state = self.lock();
+            let mut state = self.lock()?;
             if let State::Open(_) = &*state {
                 let last = Metrics::values(&mut state).ok();
                 *state = State::Closed(last);
             }
-        });
+            Ok(())
+        })
+        .or_raise(py)
     }
 
     /// The metrics, in order (a group's, each by name).
@@ -197,14 +217,7 @@ impl Metrics {
     }
 
     fn __getitem__(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let values = {
-            let mut state = self.lock();
-            match &mut *state {
-                State::Closed(Some(last)) => last.clone(),
-                _ => Metrics::values(&mut state).or_raise(py)?,
-            }
-        };
-        Ok(by_name(py, values)?.into_any().get_item(name)?.unbind())
+        Ok(self.read(py)?.into_any().get_item(name)?.unbind())
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
@@ -220,12 +233,13 @@ impl Metrics {
         _traceback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let stopped = self.stop(py);
-        if self.close_on_exit {
-            self.close(py);
-        }
+        let closed = match self.close_on_exit {
+            true => self.close(py),
+            false => Ok(()),
+        };
         match exception {
             Some(_) => Ok(false),
-            None => stopped.map(|()| false),
+            None => stopped.and(closed).map(|()| false),
         }
     }
 

@@ -20,13 +20,20 @@ pub(crate) struct Session {
 impl Session {
     /// Opens a backend: the one named (`"linux"`), else the first that works here, with names
     /// resolving against the CPU model `cpu_model` (a database id such as `"skl"`, or perf's
-    /// `GenuineIntel-6-8F-8`), else this machine's.
+    /// `GenuineIntel-6-8F-8`), else this machine's. `mount_tracefs=True` lets it mount tracefs
+    /// (as root, where it is mounted nowhere) to resolve a tracepoint, as perf and the
+    /// `counterhal` command do; by default a library changes no system unasked.
     #[new]
-    #[pyo3(signature = (*, cpu_model = None, backend = None))]
-    fn new(py: Python<'_>, cpu_model: Option<String>, backend: Option<String>) -> PyResult<Self> {
+    #[pyo3(signature = (*, cpu_model = None, backend = None, mount_tracefs = false))]
+    fn new(
+        py: Python<'_>,
+        cpu_model: Option<String>,
+        backend: Option<String>,
+        mount_tracefs: bool,
+    ) -> PyResult<Self> {
         let chosen = py
             .detach(|| {
-                let mut setup = Setup::new();
+                let mut setup = Setup::new().mount_tracefs(mount_tracefs);
                 if let Some(model) = &cpu_model {
                     setup = setup.cpu_model(model);
                 }

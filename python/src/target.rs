@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use counterhal::CpuList;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyInt;
 
-use crate::errors::OrRaise;
+use crate::errors::{OrRaise, to_python};
 
 /// Where a group counts; made by `this_thread()`, `this_process()`, `process(pid)`,
 /// `thread(tid)`, `cpu(n)`, `cpus(list)`, `all_cpus()` and `cgroup(name)`.
@@ -44,8 +45,8 @@ pub(crate) fn target_of(target: Option<&Bound<'_, PyAny>>) -> PyResult<counterha
     if let Ok(target) = target.cast::<Target>() {
         return Ok(target.get().0.clone());
     }
-    if let Ok(pid) = target.extract::<u32>() {
-        return Ok(counterhal::Target::process(pid));
+    if target.is_instance_of::<PyInt>() {
+        return Ok(counterhal::Target::process(process_id(target)?));
     }
     Err(PyTypeError::new_err(format!(
         "a target is a counterhal.Target (this_thread(), process(pid), cpu(n), ...) or a \
@@ -67,6 +68,32 @@ fn cpu_list(py: Python<'_>, cpus: &Bound<'_, PyAny>) -> PyResult<CpuList> {
     ))
 }
 
+/// `number`, a Python int, as the id or CPU number it names; one that no such number can be
+/// (negative, or past 32 bits) is refused with `refusal`'s error, as the backend refuses one
+/// out of its range (0, or past the system's maximum).
+fn whole_number(
+    number: &Bound<'_, PyAny>,
+    refusal: impl FnOnce(String) -> counterhal::Error,
+) -> PyResult<u32> {
+    if !number.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "an id or CPU number is an int, not {}",
+            number.get_type().name()?
+        )));
+    }
+    number
+        .extract::<u32>()
+        .map_err(|_| to_python(number.py(), &refusal(number.to_string())))
+}
+
+/// A process id, refused as the Linux backend refuses one it cannot be (0 too).
+fn process_id(pid: &Bound<'_, PyAny>) -> PyResult<u32> {
+    whole_number(pid, |pid| {
+        counterhal::Error::invalid_input(format!("process id {pid} is not valid"))
+            .with_hint("a process id is a positive number up to /proc/sys/kernel/pid_max")
+    })
+}
+
 /// The calling thread (what the thread that opens the group runs, alone).
 #[pyfunction]
 fn this_thread() -> Target {
@@ -82,20 +109,29 @@ fn this_process() -> Target {
 
 /// A process by its id: every thread it has, and what it creates from now on, summed.
 #[pyfunction]
-fn process(pid: u32) -> Target {
-    Target(counterhal::Target::process(pid))
+fn process(pid: &Bound<'_, PyAny>) -> PyResult<Target> {
+    Ok(Target(counterhal::Target::process(process_id(pid)?)))
 }
 
 /// One thread by its id, alone (a process's main thread has the process's id).
 #[pyfunction]
-fn thread(tid: u32) -> Target {
-    Target(counterhal::Target::thread(tid))
+fn thread(tid: &Bound<'_, PyAny>) -> PyResult<Target> {
+    let tid = whole_number(tid, |tid| {
+        counterhal::Error::invalid_input(format!("thread id {tid} is not valid")).with_hint(
+            "a thread id is a positive number (threading.get_native_id() gives a thread's)",
+        )
+    })?;
+    Ok(Target(counterhal::Target::thread(tid)))
 }
 
 /// Everything that runs on one CPU (system-wide).
 #[pyfunction]
-fn cpu(cpu: u32) -> Target {
-    Target(counterhal::Target::cpu(cpu))
+fn cpu(cpu: &Bound<'_, PyAny>) -> PyResult<Target> {
+    let cpu = whole_number(cpu, |cpu| {
+        counterhal::Error::invalid_input(format!("CPU {cpu} does not exist"))
+            .with_hint(format!("name CPUs among {}", counterhal::online_cpus()))
+    })?;
+    Ok(Target(counterhal::Target::cpu(cpu)))
 }
 
 /// Everything that runs on these CPUs (`"0-3,8"`, or a sequence of numbers), summed.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -352,3 +354,128 @@ def test_a_cgroup_is_counted_only_while_its_tasks_run(tmp_path, python_script):
         assert 2000 <= faults < 2500, faults
     finally:
         os.rmdir(directory)
+
+
+INTERRUPTED = r"""
+import os, subprocess, sys, time, counterhal
+run = {"counterhal": lambda: counterhal.run(["sleep", "3"], "task-clock"),
+       "subprocess": lambda: subprocess.run(["sleep", "3"])}[sys.argv[1]]
+print("started", flush=True)
+try:
+    run()
+    print("ended")
+except KeyboardInterrupt:
+    # The command, killed, ends within a second (subprocess leaves it for the collector).
+    for _ in range(100):
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                time.sleep(0.01)
+                continue
+        except ChildProcessError:
+            pass
+        print("interrupted, the command ended")
+        break
+    else:
+        print("interrupted, the command runs")
+"""
+
+
+def interrupted_after(which: str) -> tuple:
+    """Seconds from a SIGINT sent to a Python process waiting in ``which``'s run of
+    ``sleep 3`` (to that process alone, as a notebook's interrupt is sent) to its end, and
+    what it printed."""
+    program = subprocess.Popen([sys.executable, "-c", INTERRUPTED, which],
+                               stdout=subprocess.PIPE, text=True)
+    assert program.stdout.readline().strip() == "started"
+    time.sleep(0.3)
+    sent = time.monotonic()
+    program.send_signal(signal.SIGINT)
+    said, _ = program.communicate(timeout=30)
+    return time.monotonic() - sent, said.strip()
+
+
+def test_ctrl_c_interrupts_a_command_as_it_interrupts_subprocess():
+    """Ctrl-C while ``run()`` waits raises KeyboardInterrupt at once and ends the command,
+    as ``subprocess.run`` does (before, run() held it until the command ended: 3 s where
+    subprocess.run took 0.56 s). Oracle: subprocess.run of the same command, interrupted the
+    same way, and the kernel's list of the process's children (none left running)."""
+    theirs, their_said = interrupted_after("subprocess")
+    ours, our_said = interrupted_after("counterhal")
+    assert their_said == our_said == "interrupted, the command ended", (their_said, our_said)
+    print(f"SIGINT to the end: run() {ours:.3f} s, subprocess.run {theirs:.3f} s")
+    assert ours <= max(theirs, 0.3) + 0.2, (ours, theirs)
+
+
+def test_counts_convert_to_plain_data_json_takes():
+    """``to_dict()`` gives what ``json.dumps`` takes: each event's value, or with
+    ``readings=True`` each reading's fields; an event not counted is None. Oracle: the json
+    module's round trip, against the readings themselves."""
+    with counterhal.count("page-faults,task-clock") as c:
+        touch(fresh_pages(10), 10)
+    counts = c.read()
+    full = json.loads(json.dumps(counts.to_dict(readings=True)))
+    for name, reading in counts.items():
+        assert full[name] == {"value": reading.value, "enabled": reading.enabled,
+                              "running": reading.running, "scaled": reading.scaled}
+        assert full[name] == reading.to_dict()
+    assert json.loads(json.dumps(counts.to_dict())) == {n: r.value for n, r in counts.items()}
+    result = counterhal.run(["true"], "task-clock,cycles")
+    data = json.loads(json.dumps(result.counts.to_dict(readings=True)))
+    assert data["task-clock"]["value"] > 0
+    if result.counts.get("cycles") is None:
+        assert data["cycles"] is None
+
+
+def test_hints_name_what_python_has():
+    """A hint names this module's spelling of what to do (``counterhal.list_metrics()``,
+    ``counterhal.events(...)``), not the command's (``counterhal list``) or Rust's. Oracle:
+    the hint's own code, run: it lists what the hint says it lists."""
+    with pytest.raises(counterhal.InvalidInputError) as caught:
+        counterhal.metrics("No_Such_Metric")
+    assert "`counterhal.list_metrics()`" in caught.value.hint, caught.value
+    with pytest.raises(counterhal.InvalidEventError) as caught:
+        counterhal.Group("INST_RETIRED.NOPE", session=counterhal.Session(cpu_model="skl"))
+    error = caught.value
+    for said in (error.hint, str(error)):
+        assert "counterhal list" not in said and "--cpu-model" not in said, said
+    code = error.hint.split("`")[1]
+    assert code.startswith("counterhal.events("), error.hint
+    listed = {event.name for event in eval(code, {"counterhal": counterhal})}
+    assert "INST_RETIRED.ANY_P" in listed, sorted(listed)[:20]
+
+
+NO_TRACEFS = r"""
+import os, counterhal
+assert "tracefs" not in open("/proc/self/mountinfo").read()
+try:
+    counterhal.Group("syscalls:sys_enter_getpid")
+except counterhal.InvalidEventError as error:
+    print(error.hint)
+session = counterhal.Session(mount_tracefs=True)
+with counterhal.count("syscalls:sys_enter_getpid", session=session) as c:
+    for _ in range(1234):
+        os.getpid()
+print(c["syscalls:sys_enter_getpid"].value)
+print(" tracefs " in open("/proc/self/mountinfo").read())
+"""
+
+
+def test_without_tracefs_the_hint_names_the_sessions_option():
+    """Where tracefs is mounted nowhere, a tracepoint's hint names
+    ``counterhal.Session(mount_tracefs=True)`` (not Rust's ``Setup::mount_tracefs``), and
+    that session mounts it and counts. Oracle: the kernel's mount table of a private mount
+    namespace (``unshare -m``, tracefs unmounted there), and the work (1,234 getpid calls)."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        skip("privilege", "unmounting tracefs in a mount namespace of its own takes root and unshare")
+    script = ("umount -q /sys/kernel/tracing /sys/kernel/debug/tracing 2>/dev/null; "
+              'exec "$0" -c "$1"')
+    out = subprocess.run([unshare, "--mount", "--propagation", "private", "sh", "-c", script,
+                          sys.executable, NO_TRACEFS], capture_output=True, text=True,
+                         timeout=60, cwd="/")
+    if out.returncode != 0 and "tracefs" in out.stderr and "assert" in out.stderr:
+        skip("system", f"tracefs stays mounted in a namespace of its own: {out.stderr}")
+    assert out.returncode == 0, out.stderr
+    hint, counted, mounted = out.stdout.splitlines()
+    assert "counterhal.Session(mount_tracefs=True)" in hint and "Setup::" not in hint, hint
+    assert int(counted) == 1234 and mounted == "True", out.stdout

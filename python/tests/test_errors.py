@@ -54,24 +54,30 @@ def test_a_target_that_is_gone_is_a_not_found_error():
 
 def test_a_closed_group_refuses_all_but_its_last_counts():
     """Oracle: Python's own closed files (io's ValueError on a closed file): a closed group is
-    an InvalidInputError, a ValueError, on every operation but reading its last counts."""
+    an InvalidInputError, a ValueError, on every operation but reading its last counts, which
+    ``read()`` and ``group[name]`` give (as the counts a ``with`` block held)."""
     group = counterhal.Group("task-clock")
     group.start()
     group.close()
     group.close()  # twice: nothing
-    for operation in (group.start, group.stop, group.reset, group.read):
+    for operation in (group.start, group.stop, group.reset):
         with pytest.raises(counterhal.InvalidInputError, match="closed") as caught:
             operation()
         assert isinstance(caught.value, ValueError) and caught.value.kind == "invalid input"
     assert group["task-clock"].value > 0
+    assert group.read()["task-clock"] == group["task-clock"] == group.read()[0]
     metrics = counterhal.Metrics("page_faults_per_second")
+    metrics.start()
     metrics.close()
+    assert metrics.read()["page_faults_per_second"].unit == "faults/sec"
     with pytest.raises(counterhal.InvalidInputError, match="closed"):
-        metrics.read()
+        metrics.start()
     with counterhal.count("task-clock") as c:
-        pass
+        sum(range(10_000))
     with pytest.raises(counterhal.InvalidInputError):
         c.start()
+    held = c.read()
+    assert held["task-clock"].value > 0 and held["task-clock"] == c["task-clock"]
 
 
 @pytest.mark.parametrize(
@@ -194,3 +200,80 @@ def test_reads_from_many_threads_agree():
         thread.join()
     group.close()
     assert not failures
+
+
+HUGE_CPU_LISTS = r"""
+import time, counterhal
+started = time.monotonic()
+for make in (
+    lambda cpus: counterhal.Group("task-clock", counterhal.cpus(cpus)),
+    lambda cpus: counterhal.Group("task-clock", counterhal.cgroup("/", cpus=cpus)),
+    lambda cpus: counterhal.metrics("page_faults_per_second", counterhal.cpus(cpus)),
+):
+    for cpus in ("0-4294967295", "0-99999999"):
+        try:
+            make(cpus)
+        except counterhal.InvalidInputError as error:
+            print(error)
+        else:
+            print("opened", cpus)
+print(time.monotonic() - started)
+"""
+
+
+def test_a_cpu_list_past_the_online_cpus_is_refused_at_once():
+    """``cpus("0-4294967295")`` on any target is refused before it is expanded into one
+    target per CPU (that expansion asked the allocator for 96 GiB and aborted the
+    interpreter; ``0-99999999`` took 9 s and 2.3 GB). Oracle: the kernel's list of the CPUs
+    online (/sys/devices/system/cpu/online), which the refusal names; the process's exit
+    status (an abort is SIGABRT) and its peak memory (``getrusage``)."""
+    import resource
+
+    with open("/sys/devices/system/cpu/online") as file:
+        online = file.read().strip()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    out = subprocess.run([sys.executable, "-c", HUGE_CPU_LISTS], capture_output=True,
+                         text=True, timeout=120)
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert out.returncode == 0, out.stderr[-2000:]
+    *refusals, seconds = out.stdout.splitlines()
+    assert len(refusals) == 6, out.stdout
+    for refusal in refusals:
+        assert "do not exist here" in refusal and f"(online: {online})" in refusal, refusal
+    assert float(seconds) < 1.0, out.stdout
+    assert peak_kb < max(before, 200_000), f"{peak_kb} KB"
+
+
+def test_an_id_out_of_range_is_an_invalid_input_error():
+    """A process, thread or CPU number no such thing can have is the face's ValueError
+    (InvalidInputError) saying what is valid, as the backend says it of 0. Oracle: the
+    backend's own refusal of process id 0, whose words the face's match."""
+    zero = pytest.raises(counterhal.InvalidInputError, counterhal.Group, "task-clock", 0).value
+    for call, named in [
+        (lambda: counterhal.Group("task-clock", -5), "process id -5"),
+        (lambda: counterhal.process(-1), "process id -1"),
+        (lambda: counterhal.Group("task-clock", 2**40), f"process id {2**40}"),
+        (lambda: counterhal.thread(-1), "thread id -1"),
+        (lambda: counterhal.cpu(-1), "CPU -1"),
+    ]:
+        with pytest.raises(counterhal.InvalidInputError) as caught:
+            call()
+        error = caught.value
+        assert isinstance(error, ValueError) and named in error.message and error.hint, error
+        if named.startswith("process"):
+            assert error.hint == zero.hint, (error, zero)
+    with pytest.raises(TypeError, match="not str"):
+        counterhal.process("1")
+
+
+def test_an_environment_variable_named_with_an_equals_sign_is_refused():
+    """Oracle: subprocess.run, which refuses the same environment with a ValueError
+    ("illegal environment variable name") rather than pass ``A=B=c``."""
+    env = {"A=B": "c", "PATH": os.environ["PATH"]}
+    with pytest.raises(ValueError, match="illegal environment variable name") as theirs:
+        subprocess.run(["true"], env=env)
+    with pytest.raises(counterhal.InvalidInputError, match=theirs.value.args[0]) as ours:
+        counterhal.run(["true"], "task-clock", env=env)
+    assert isinstance(ours.value, ValueError) and "`A=B`" in ours.value.message
+    kept = counterhal.run(["sh", "-c", 'test "$A" = "B=c"'], "task-clock", env={"A": "B=c"})
+    assert kept.returncode == 0
