@@ -44,7 +44,7 @@ fn raised(py: Python<'_>, error: &Error) -> PyResult<PyErr> {
 /// What the crate's messages and hints point a reader at, in the `counterhal` command's or
 /// the Rust crate's words, and the same in this module's: a Python user has `events()`,
 /// `list_metrics()` and `Session`, not the command or `Setup`. Longest first.
-const SPELLINGS: [(&str, &str); 6] = [
+const SPELLINGS: [(&str, &str); 7] = [
     (
         "the counterhal command does; a library asks with Setup::mount_tracefs",
         "ask with counterhal.Session(mount_tracefs=True)",
@@ -57,6 +57,10 @@ const SPELLINGS: [(&str, &str); 6] = [
     (
         "give --cpu-model",
         "name a model (counterhal.Session(cpu_model=...))",
+    ),
+    (
+        "check --cpu-model",
+        "check the session's model (counterhal.Session(cpu_model=...))",
     ),
     (
         "`counterhal list --cpu-model ",

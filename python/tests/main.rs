@@ -246,3 +246,51 @@ fn oldest_python() -> Option<PathBuf> {
         found.pop()
     })
 }
+
+/// The guides' build of the wheel writes it into a folder git ignores, never into `dist/`
+/// (the tracked Debian and container packaging), and installs it from there. Oracle: git's
+/// own reading of the repository's ignore rules (`git check-ignore`) and of what it tracks
+/// (`git ls-files dist`).
+#[test]
+fn the_documented_build_writes_into_an_ignored_folder() {
+    let root = crate_dir().join("..");
+    let git = |args: &[&str]| Command::new("git").args(args).current_dir(&root).output();
+    let Ok(tracked) = git(&["ls-files", "dist"]) else {
+        skip!(
+            Need::Tools,
+            "no git to read the repository's ignore rules with"
+        );
+    };
+    if !tracked.status.success() {
+        skip!(Need::Source, "not a git checkout: {}", said(&tracked));
+    }
+    let tracked = String::from_utf8_lossy(&tracked.stdout).into_owned();
+    assert!(tracked.contains("dist/Containerfile"), "{tracked}");
+    for guide in ["README.md", "docs/python.md"] {
+        let text = std::fs::read_to_string(root.join(guide)).unwrap();
+        let builds: Vec<&str> = text
+            .match_indices("maturin build")
+            .map(|(at, _)| text[at..].split(['`', '\n']).next().unwrap())
+            .collect();
+        assert!(!builds.is_empty(), "{guide} shows no build of the wheel");
+        for build in builds {
+            let out = build
+                .split(" -o ")
+                .nth(1)
+                .unwrap_or_else(|| panic!("{guide}: `{build}` names no output folder"))
+                .split_whitespace()
+                .next()
+                .unwrap();
+            let ignored = git(&["check-ignore", "-q", "--no-index", out]).unwrap();
+            assert!(
+                ignored.status.success(),
+                "{guide}: `{build}` writes into {out}, which git tracks"
+            );
+            assert!(
+                text.contains(&format!("pip install {out}/counterhal-")),
+                "{guide}: pip takes the wheel from elsewhere than {out}"
+            );
+            assert!(!out.starts_with("dist"), "{guide}: `{build}`");
+        }
+    }
+}
