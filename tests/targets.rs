@@ -154,6 +154,54 @@ fn a_cpu_list_past_the_online_cpus_is_refused_before_it_is_expanded() {
     assert!(started.elapsed() < std::time::Duration::from_secs(1));
 }
 
+/// `open_named_counting` counts what counts here and leaves out the rest with why, as perf
+/// stat prints `<not supported>`: on a machine without a hardware PMU, `cycles`. Oracle:
+/// `open_named` of each event alone (the same backend's own verdict on it), and the work
+/// (a thread's task clock runs while it spins).
+#[test]
+fn open_named_counting_leaves_out_what_does_not_count_here() {
+    let backend = backend_or_skip!();
+    let names = ["task-clock", "cycles", "page-faults"];
+    let alone: Vec<Result<(), counterhal::Error>> = names
+        .iter()
+        .map(|name| {
+            backend
+                .open_named(&[name], &Target::ThisThread, &OpenOptions::default())
+                .map(|_| ())
+        })
+        .collect();
+    let partial = backend
+        .open_named_counting(&names, &Target::ThisThread, &OpenOptions::default())
+        .unwrap();
+    let expected: Vec<(usize, ErrorKind)> = alone
+        .iter()
+        .enumerate()
+        .filter_map(|(at, result)| result.as_ref().err().map(|e| (at, e.kind())))
+        .collect();
+    let left_out: Vec<(usize, ErrorKind)> = partial
+        .left_out
+        .iter()
+        .map(|(at, e)| (*at, e.kind()))
+        .collect();
+    assert_eq!(left_out, expected);
+    let mut set = partial.set.expect("task-clock counts everywhere");
+    set.enable().unwrap();
+    spin_cpu(5);
+    set.disable().unwrap();
+    let readings = set.read_to_vec().unwrap();
+    assert_eq!(readings.len(), names.len() - expected.len());
+    assert!(readings[0].value > 0, "{readings:?}");
+    let typo = backend.open_named_counting(
+        &["task-clock", "no-such-event"],
+        &Target::ThisThread,
+        &OpenOptions::default(),
+    );
+    assert_eq!(
+        typo.map(|_| ()).unwrap_err().kind(),
+        ErrorKind::InvalidEvent
+    );
+}
+
 #[test]
 fn all_cpus_read_per_cpu_and_summed() {
     let backend = backend_or_skip!();
