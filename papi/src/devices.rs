@@ -229,9 +229,9 @@ pub fn this_machine() -> &'static [DevType; 3] {
     TYPES.get_or_init(|| {
         let hw = info::hardware();
         let topology = crate::topology::this_machine();
-        let (name, caches) = match crate::sys::cpuid::cpuid(0x8000_0000, 0) {
+        let (name, caches) = match crate::memory::instruction(0x8000_0000, 0) {
             Some([highest, ..]) => {
-                let cpuid = |l, s| crate::sys::cpuid::cpuid(l, s).unwrap_or_default();
+                let cpuid = |l, s| crate::memory::instruction(l, s).unwrap_or_default();
                 (brand(&cpuid, highest), caches_of(&hw.mem_hierarchy))
             }
             None => (text_of(&hw.model_string), sysfs_caches()),

@@ -312,9 +312,10 @@ pub fn hardware() -> HwInfo {
     if topology.cpus > 0 {
         apply_topology(&mut info, &topology);
     }
-    match crate::sys::cpuid::cpuid(0, 0) {
+    match crate::memory::instruction(0, 0) {
         Some(_) => {
-            let cpuid = |leaf, subleaf| crate::sys::cpuid::cpuid(leaf, subleaf).unwrap_or_default();
+            let cpuid =
+                |leaf, subleaf| crate::memory::instruction(leaf, subleaf).unwrap_or_default();
             info.mem_hierarchy = crate::memory::from_cpuid(&cpuid);
             let hypervisor = crate::memory::hypervisor(&cpuid);
             info.virtualized = i32::from(hypervisor.is_some());

@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
+#[allow(unsafe_code)] // the C interface, on top: C pointers in and out (its `# Safety` note)
+pub mod abi;
 pub mod codes;
 pub mod components;
 pub mod description;
@@ -26,7 +28,7 @@ pub mod set_options;
 pub mod set_overflow;
 pub mod sets;
 pub mod shared_reads;
-#[allow(unsafe_code)]
-pub mod sys;
+#[allow(unsafe_code)] // the operating system, at the bottom: signals, dlopen (its `# Safety` note)
+mod sys;
 pub mod topology;
 pub mod uncore;

@@ -4,7 +4,7 @@
 //! sysfs (its `linux-memory.c`, `generic_get_memory_info`: /sys/devices/system/cpu/cpu0/cache).
 //!
 //! Decoding takes the CPUID answers as a function, so recorded answers test it; the
-//! instruction itself is in `sys::cpuid`.
+//! instruction itself is counterhal-x86's ([`instruction`]).
 
 use counterhal_system::System;
 
@@ -38,6 +38,14 @@ pub const FULL: i32 = i16::MAX as i32;
 
 /// CPUID answers: the four registers of a leaf and subleaf.
 pub type Cpuid<'a> = &'a dyn Fn(u32, u32) -> [u32; 4];
+
+/// The four registers of CPUID `leaf` with `subleaf` in ECX on the CPU the calling thread runs
+/// on, through counterhal-x86's instruction; `None` where the instruction does not exist.
+pub fn instruction(leaf: u32, subleaf: u32) -> Option<[u32; 4]> {
+    use counterhal_x86::CpuidSource;
+    let r = counterhal_x86::CpuidInstruction.cpuid(leaf, subleaf).ok()?;
+    Some([r.eax, r.ebx, r.ecx, r.edx])
+}
 
 /// One TLB description: type, entries, page size in bytes, associativity.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -136,7 +136,8 @@ fn register(library: &mut Library, api: &Api, id: u32) -> Result<i32, i32> {
 /// `PAPI_event_name_to_code` of `sde:::LIBRARY::COUNTER` (`rest` is what follows `sde:::`).
 pub fn code_of(library: &mut Library, rest: &str) -> Result<i32, i32> {
     let api = interface(ENOEVNT)?;
-    let id = api.name_to_code(rest)?;
+    let name = std::ffi::CString::new(rest).map_err(|_| ENOEVNT)?;
+    let id = api.name_to_code(&name)?;
     register(library, &api, id)
 }
 

@@ -1,6 +1,6 @@
-//! The C side of the `sde` component: libsde's tools interface (`sde_ti_*`), found in the
-//! process as PAPI 7.0's component finds it, and the two functions libsde looks for in
-//! libpapi (`papi_sde_check_overflow_status`, `papi_sde_set_timer_for_overflow`).
+//! libsde's tools interface (`sde_ti_*`), found in the process as PAPI 7.0's `sde` component
+//! finds it; the two functions libsde looks for in libpapi are the C interface's
+//! (`papi_sde_check_overflow_status`, `papi_sde_set_timer_for_overflow`, in the `abi` module).
 //!
 //! PAPI 7.0 splits software-defined events in two: libsde.so, which a library links to export
 //! its counters (`papi_sde_init`, `papi_sde_register_counter`, ...) and which holds them, and
@@ -15,7 +15,6 @@
 //! The `sde_ti_*` functions are called through pointers `dlsym` gave for their names, with
 //! the C signatures of PAPI 7.0's `sde_lib_ti.h`; the strings they return are copied at once.
 
-use super::guard;
 use std::ffi::{CStr, c_char, c_int, c_longlong, c_void};
 use std::sync::RwLock;
 
@@ -133,10 +132,7 @@ impl Api {
 
     /// `sde_ti_name_to_code` of `LIBRARY::COUNTER`: the counter's id (a placeholder's when the
     /// library has not registered it yet, as libsde answers), or an SDE code.
-    pub fn name_to_code(&self, name: &str) -> Result<u32, i32> {
-        let Ok(name) = std::ffi::CString::new(name) else {
-            return Err(crate::codes::ENOEVNT);
-        };
+    pub fn name_to_code(&self, name: &CStr) -> Result<u32, i32> {
         let mut id = 0u32;
         // SAFETY: libsde's function; `name` is a C string and `id` valid for its write.
         match unsafe { (self.name_to_code)(name.as_ptr(), &mut id) } {
@@ -179,36 +175,4 @@ impl Api {
         // SAFETY: libsde's function, with no arguments.
         unsafe { (self.shutdown)() }
     }
-}
-
-/// `PAPI_overflow_handler_t`.
-type Handler = unsafe extern "C" fn(c_int, *mut c_void, c_longlong, *mut c_void);
-
-/// Called by libsde each time a created counter changes (`papi_sde_inc_counter`), with its
-/// id and value: when a set this thread runs overflows on that counter and the value passed
-/// the next multiple of the threshold, the set's handler is called, as PAPI 7.0's component
-/// does (with this function's address as the overflow address and no context).
-#[unsafe(no_mangle)]
-pub extern "C" fn papi_sde_check_overflow_status(counter: u32, latest: c_longlong) {
-    guard(|| {
-        let Some((handler, set, vector)) = crate::sde_watch::overflowed(counter, latest) else {
-            return;
-        };
-        // SAFETY: `overflow::handler_of` gives only the address of a `PAPI_overflow_handler_t`
-        // given to PAPI_overflow (not NULL, not the profiles' placeholder).
-        let handler: Handler = unsafe { std::mem::transmute::<usize, Handler>(handler) };
-        let address = papi_sde_check_overflow_status as *const () as *mut c_void;
-        // SAFETY: the caller of PAPI_overflow promised a handler callable on the counting
-        // thread; no library lock is held here.
-        unsafe { handler(set, address, vector, std::ptr::null_mut()) };
-    })
-}
-
-/// Called by libsde when a library registers a counter a running set already overflows on
-/// (it was a placeholder): PAPI 7.0 then starts a timer that polls it. Ours does not poll
-/// registered counters (their overflow is `PAPI_ENOSUPP`): `PAPI_OK`, as PAPI answers where
-/// no set of this thread needs the timer.
-#[unsafe(no_mangle)]
-pub extern "C" fn papi_sde_set_timer_for_overflow() -> c_int {
-    guard(|| crate::codes::OK)
 }

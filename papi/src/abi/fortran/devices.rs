@@ -23,8 +23,8 @@ use std::ffi::{CStr, c_char, c_int, c_ulong, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use super::{By, f_string};
+use crate::abi::info as c_info;
 use crate::codes::{EINVAL, OK};
-use crate::sys::info as c_info;
 
 /// The device type handle the last `PAPIF_enum_dev_type` received, which the attribute
 /// subroutines read.

@@ -6,9 +6,9 @@ use std::ffi::{c_char, c_float, c_int, c_longlong};
 use super::{
     By, CLOCKRATE, DEFDOM, DEFGRN, DOMAIN, GRANUL, INHERIT, OptionUnion, c_string, get_setting,
 };
+use crate::abi::options::{PAPI_get_opt, PAPI_set_opt};
+use crate::abi::{hl, info as c_info, threads};
 use crate::codes::EINVAL;
-use crate::sys::options::{PAPI_get_opt, PAPI_set_opt};
-use crate::sys::{hl, info as c_info, threads};
 
 fortran! {
     /// `PAPIF_lock(lock, check)`.

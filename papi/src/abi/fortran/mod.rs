@@ -69,7 +69,7 @@ macro_rules! fortran {
         /// The references and lengths a Fortran caller passes (see the module's documentation).
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) {
-            crate::sys::guard(|| $body)
+            crate::abi::guard(|| $body)
         }
         fortran!(@alias $name, $under, ($($arg: $ty),*));
         fortran!(@alias $name, $double, ($($arg: $ty),*));
