@@ -309,7 +309,10 @@ fn many_connections_are_bounded_and_scrapes_still_answer() {
 fn bad_options_are_refused_with_the_usage_line() {
     for (args, says) in [
         (vec!["--listen", "nowhere"], "missing port in address"),
-        (vec!["--max-connections", "0"], "0 is not in 1..=1024"),
+        (
+            vec!["--max-connections", "0"],
+            "a whole number from 1 to 1024",
+        ),
         (vec!["--header-timeout", "0"], "outside 0.01 to 300 seconds"),
         (vec!["--cgroups", "(a"], "--cgroups pattern"),
         (vec!["-e", "no-such-event-here"], "no-such-event-here"),

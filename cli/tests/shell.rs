@@ -171,6 +171,19 @@ fn list_pages_on_a_terminal_as_perfs_does() {
 #[cfg(target_os = "linux")]
 const KNOWN_TO_FAIL: [(&str, &str); 0] = [];
 
+/// stat.sh's subtests perf 7.2 skips here and counterhal runs, where the kernel has no core
+/// PMU (a VM's): perf 7.2.13 cannot parse `slots` and `topdown-*`, the core PMU's sysfs
+/// aliases, without that PMU ("Bad event or PMU", exit 1), so stat.sh skips its topdown test;
+/// counterhal resolves them from the CPU model's event data on an Intel CPU and prints them
+/// `<not supported>` (exit 0, as perf 6.1 does for an event that does not count), so stat.sh
+/// runs the test, which fails with nothing counted (docs/command.md says so). On an AMD CPU
+/// neither knows the names, and with a core PMU both count them.
+const RUN_WHERE_PERF_SKIPS: [(&str, &str); 1] = [(
+    "Topdown event group test",
+    "perf 7.2 cannot parse the core PMU's topdown aliases without that PMU; counterhal \
+     resolves them from the model's data and prints them <not supported>",
+)];
+
 /// A folder whose `perf` runs `words` with the script's arguments.
 #[cfg(target_os = "linux")]
 fn perf_in_place(name: &str, words: &[std::ffi::OsString]) -> std::path::PathBuf {
@@ -282,9 +295,16 @@ fn perf_7_2_s_stat_shell_tests_pass_with_counterhal_as_perf() {
         if name == "stat.sh" {
             let (_, said) = run_perf_test(script, &ours);
             let ours_passed = passed(&said);
-            // A subtest perf 7.2 skips here is skipped or passed with counterhal.
+            // A subtest perf 7.2 skips here is skipped or passed with counterhal (but those
+            // of RUN_WHERE_PERF_SKIPS, where the kernel has no core PMU).
+            let core_pmu = std::path::Path::new("/sys/bus/event_source/devices/cpu").exists();
             for subtest in skipped(&perf_said) {
                 compared += 1;
+                let known = RUN_WHERE_PERF_SKIPS.iter().find(|(k, _)| *k == subtest);
+                if let (Some((_, why)), false) = (known, core_pmu) {
+                    eprintln!("stat.sh: {subtest}: known where no core PMU is: {why}");
+                    continue;
+                }
                 if !ours_passed.contains(&subtest) && !skipped(&said).contains(&subtest) {
                     failures.push(format!("stat.sh: {subtest} (perf skips it):\n{said}"));
                 }

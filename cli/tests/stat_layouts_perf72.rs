@@ -172,7 +172,7 @@ fn metric_words(out: &Output) -> Vec<(String, usize, String)> {
 #[test]
 fn default_events_carry_perf_7_2_s_metric_words() {
     linux_or_skip!();
-    let perf = match perf_7_2() {
+    let perf = match perf_7_2_defaults() {
         Ok(perf) => perf,
         Err(why) => skip!(Need::Tools, "{why}"),
     };
@@ -319,7 +319,7 @@ fn a_metric_whose_events_did_not_count_is_printed_as_perf_7_2_prints_it() {
 #[test]
 fn metric_only_heads_default_metrics_with_perf_7_2_s_words() {
     linux_or_skip!();
-    let perf = match perf_7_2() {
+    let perf = match perf_7_2_defaults() {
         Ok(perf) => perf,
         Err(why) => skip!(Need::Tools, "{why}"),
     };

@@ -36,7 +36,7 @@ fn fed(program: &Command, args: &[&str], input: &[u8]) -> Output {
 #[test]
 fn script_prints_stat_records_as_perf_7_2_s_perf_script() {
     linux_or_skip!();
-    let perf = match perf_7_2() {
+    let perf = match perf_7_2_defaults() {
         Ok(perf) => perf,
         Err(why) => skip!(Need::Tools, "{why}"),
     };
