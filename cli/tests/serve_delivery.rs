@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use crate::serve_bpf::{Served, WORK, cgroup_value, make_parent, run_in, sleeping_child};
-use crate::serve_examples::{repository, yaml_documents};
+use crate::serve_examples::{read, repository, yaml_documents};
 use crate::serve_prometheus::{Prometheus, unix_now};
 use counterhal_conformance::fixtures::prometheus::Release;
 use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
@@ -261,5 +261,146 @@ fn a_finished_job_reaches_each_prometheus_back_within_departed_for() {
         "a Prometheus back after --departed-for {keep}"
     );
     eprintln!("a job of {count:?} page faults: found 12 s after its end, and by a twin 2 s later");
+    drop(parent);
+}
+
+/// Done when: a Slurm job of about a second, between two scrapes 10 s apart, shows in the
+/// shipped rules' finished jobs (examples/prometheus/counterhal-totals.yml) and in the
+/// dashboard's table of them with its whole count, the count the exporter exported, where
+/// the shipped rates (counterhal-rules.yml, the only rules before) give the job no rate, or 0.
+/// The job's cgroup is slurmstepd's (`<slice>/slurmstepd.scope/job_4242`, `--slurm-cgroup-slice`
+/// naming the test's cgroup as the slice), so its series carry `slurm_job_id`; serve keeps its
+/// last counts for `--departed-for 15s` after a scrape first reads them, then lets them go,
+/// and the job is finished at the next scrape. No created timestamps are read (the shipped
+/// relabelling drops `_created`): the totals need none.
+///
+/// Oracle: Prometheus 3.5 (Debian sid's, the current-releases lab's) and 2.42 (Debian 12's)
+/// scraping the exporter and evaluating the shipped rules; the job's count as the exporter
+/// exported it.
+#[test]
+fn a_job_shorter_than_a_scrape_is_finished_with_its_whole_count() {
+    let _alone = crate::common::bpf_alone();
+    let root = crate::unified_or_skip!();
+    tool_or_skip!(Release::Sid, "prometheus");
+    tool_or_skip!(Release::Debian12, "prometheus");
+    let Some(shipped) = yaml_documents(&repository("examples/prometheus/prometheus.yml")) else {
+        skip!(
+            Need::Tools,
+            "PyYAML reads the shipped configuration (apt-get install python3-yaml)"
+        );
+    };
+    let parent = make_parent(&root, "serve-finished");
+    let scope = parent.path.join("slurmstepd.scope");
+    std::fs::create_dir(&scope).expect("slurmstepd's scope");
+    let pattern = format!("^{}/slurmstepd.scope/", parent.name);
+    let served = Served::start(&[
+        "-e",
+        "page-faults",
+        "--cgroups",
+        &pattern,
+        "--slurm-cgroup-slice",
+        &parent.name,
+        "--departed-for",
+        "15s",
+    ])
+    .expect("serve counting the cgroups");
+    let relabel = &shipped[0]["scrape_configs"][0]["metric_relabel_configs"];
+    assert!(relabel.is_array(), "{shipped:?}");
+    let job = serde_json::json!({
+        "job_name": "counterhal",
+        "scrape_interval": "10s",
+        "scrape_timeout": "5s",
+        "static_configs": [{ "targets": [served.address.to_string()] }],
+        "metric_relabel_configs": relabel,
+    });
+    // The shipped rules files, their groups in one list.
+    let rates = read(&repository("examples/prometheus/counterhal-rules.yml"));
+    let totals = read(&repository("examples/prometheus/counterhal-totals.yml"));
+    let (_, groups) = totals.split_once("\ngroups:\n").expect("its groups");
+    let rules = format!("{rates}{groups}");
+    let all = [Release::Sid, Release::Debian12].map(|release| {
+        Prometheus::start_with(release, "finished", &format!("  - {job}\n"), &rules)
+    });
+    let waited = std::time::Instant::now();
+    while all.iter().any(|p| p.query("up == 1").is_empty()) {
+        let health: Vec<String> = all.iter().map(|p| p.health()).collect();
+        assert!(waited.elapsed() < Duration::from_secs(30), "{health:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let cgroup = scope.join("job_4242");
+    std::fs::create_dir(&cgroup).expect("the job's cgroup");
+    let mut work = Command::new("sh")
+        .args(["-c", WORK])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the job's work");
+    let shell = sleeping_child(work.id(), true);
+    run_in(&cgroup, shell, work.stdin.take().expect("its input"));
+    assert!(work.wait().expect("the work ends").success());
+    let removed = std::time::Instant::now();
+    while std::fs::remove_dir(&cgroup).is_err() && removed.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!cgroup.exists(), "the job's cgroup was not removed");
+    let label = format!("cgroup=\"/{}/slurmstepd.scope/job_4242\"", parent.name);
+    let body = served.scrape();
+    let count: f64 = body
+        .lines()
+        .filter(|l| l.starts_with("counterhal_event_total{") && l.contains(&label))
+        .filter(|l| l.contains("event=\"page-faults\"") && l.contains("slurm_job_id=\"4242\""))
+        .find_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse().ok()))
+        .unwrap_or_else(|| panic!("no count of the job's page faults, kept after its end: {body}"));
+    assert!(count > 100.0, "the job counted {count} page faults");
+
+    // The dashboard's table of finished jobs, as Grafana sends it over the last 5 minutes.
+    let dashboard: serde_json::Value = serde_json::from_str(&read(&repository(
+        "examples/prometheus/grafana-dashboard.json",
+    )))
+    .expect("the dashboard is JSON");
+    let mut panels = Vec::new();
+    crate::serve_examples::dashboard::panels_in(&dashboard["panels"], &mut panels);
+    let table = panels
+        .iter()
+        .find(|p| p["title"] == "Finished Slurm jobs (whole counts)")
+        .and_then(|p| p["targets"][0]["expr"].as_str())
+        .expect("the table of finished Slurm jobs")
+        .replace("$host", ".+")
+        .replace("$__range", "5m");
+    let finished =
+        "slurm_job:counterhal_event:finished{slurm_job_id=\"4242\",event=\"page-faults\"}";
+    let rate = "counterhal:page_faults_per_second:rate1m{slurm_job_id=\"4242\"}";
+    for prometheus in &all {
+        let value = |promql: &str| prometheus.query(promql).first().map(|(_, v)| *v);
+        let waited = std::time::Instant::now();
+        while value(finished).is_none() {
+            assert!(
+                waited.elapsed() < Duration::from_secs(60),
+                "no finished job: {}",
+                prometheus.health()
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let samples = value(
+            "count_over_time(counterhal_event_total{slurm_job_id=\"4242\",event=\"page-faults\"}[5m])",
+        );
+        // The old rules' view: the job's rate at its highest while its series lived.
+        let old = value(&format!("max_over_time({rate}[5m])"));
+        let shown = prometheus
+            .query(&table)
+            .into_iter()
+            .find(|(labels, _)| labels.contains("\"4242\"") && labels.contains("page-faults"))
+            .map(|(_, v)| v);
+        eprintln!(
+            "a job of {count} page faults, {samples:?} samples: finished {:?}, the table {shown:?}, \
+             the old rules' rate {old:?}",
+            value(finished)
+        );
+        assert_eq!(value(finished), Some(count), "{}", prometheus.health());
+        assert_eq!(shown, Some(count), "{table}");
+        assert!(old.is_none_or(|r| r == 0.0), "the old rate {old:?}");
+    }
+    drop(served);
+    std::fs::remove_dir(&scope).ok();
     drop(parent);
 }

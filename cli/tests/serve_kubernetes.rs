@@ -880,7 +880,11 @@ fn the_join_evaluates_with_promtool_of(release: Release) {
 
     let text = read(&dir.join("prometheus-kubernetes.yml"));
     let scratch = Scratch::new(&format!("kubernetes-config-{release:?}"));
-    for rules in ["counterhal-rules.yml", "kubernetes-rules.yml"] {
+    for rules in [
+        "counterhal-rules.yml",
+        "counterhal-totals.yml",
+        "kubernetes-rules.yml",
+    ] {
         std::fs::copy(dir.join(rules), scratch.0.join(rules)).unwrap();
     }
     let check = |config: &str| {
@@ -905,5 +909,5 @@ fn the_join_evaluates_with_promtool_of(release: Release) {
         ));
     }
     assert!(ok, "{}'s promtool check config: {said}", release.name());
-    assert!(said.contains("SUCCESS: 2 rule files found"), "{said}");
+    assert!(said.contains("SUCCESS: 3 rule files found"), "{said}");
 }

@@ -3,13 +3,14 @@
 //!
 //! Oracles: promtool of Prometheus 2.42 and 3.5 (every query, Grafana's variables given
 //! values, as PromQL), each test body run against each release; docs/serve.md's table of metrics (the names and labels the exporter exports); the
-//! rules files (the series counterhal-rules.yml and kubernetes-rules.yml record, and the
+//! rules files (the series counterhal-rules.yml, kubernetes-rules.yml and
+//! counterhal-totals.yml record, and the
 //! `namespace` and `pod` labels the latter joins in).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::{Scratch, read, recorded, repository, verdict};
+use super::{Scratch, read, recorded, recorded_totals, repository, verdict};
 use counterhal_conformance::fixtures::prometheus::Release;
 use counterhal_conformance::prometheus_tool_or_skip as tool_or_skip;
 
@@ -117,7 +118,7 @@ fn promtool_checks_promql(release: Release, dir: &Path, exprs: &[String]) -> (bo
 }
 
 /// The panels of `list` in order, with those of its rows, the rows left out.
-pub(super) fn panels_in<'a>(list: &'a serde_json::Value, panels: &mut Vec<&'a serde_json::Value>) {
+pub(crate) fn panels_in<'a>(list: &'a serde_json::Value, panels: &mut Vec<&'a serde_json::Value>) {
     for panel in list.as_array().into_iter().flatten() {
         if panel["type"] != "row" {
             panels.push(panel);
@@ -139,8 +140,9 @@ fn recorded_per_pod() -> BTreeSet<String> {
 /// variables (the pods' over kubernetes-rules.yml's `pod:` series); every query of its
 /// panels and variables, with Grafana's variables given plausible values, is PromQL the
 /// promtool of Prometheus 2.42 and of 3.5 accepts, and names only metrics and labels the exporter exports (docs/serve.md) or the
-/// rules file records; and its panels show IPC, CPUs utilized, cache misses, memory
-/// bandwidth, power and multiplexing, per host and per cgroup.
+/// rules files record; and its panels show IPC, CPUs utilized, cache misses, memory
+/// bandwidth, power and multiplexing, per host and per cgroup, and the finished pods and
+/// Slurm jobs with their whole counts.
 #[test]
 fn queries_are_promql_over_what_serve_exports() {
     let text = read(&repository("examples/prometheus/grafana-dashboard.json"));
@@ -199,6 +201,7 @@ fn queries_are_promql_over_what_serve_exports() {
     let (mut metrics, mut labels) = documented();
     metrics.extend(recorded());
     metrics.extend(recorded_per_pod());
+    metrics.extend(recorded_totals());
     // The scrape's labels; kube_pod_info's, which kubernetes-rules.yml joins in; and the
     // Slurm labels issue 69 names for slurmstepd's cgroups.
     labels.extend(
@@ -220,7 +223,7 @@ fn queries_are_promql_over_what_serve_exports() {
             assert!(
                 metrics.contains(&metric),
                 "{place}: {metric} is neither exported (docs/serve.md) nor recorded \
-                 (counterhal-rules.yml, kubernetes-rules.yml): {expr}"
+                 (counterhal-rules.yml, kubernetes-rules.yml, counterhal-totals.yml): {expr}"
             );
             named.insert(metric);
         }
@@ -237,6 +240,8 @@ fn queries_are_promql_over_what_serve_exports() {
         "counterhal_event_joules_total",
         "counterhal_event_running_seconds_total",
         "counterhal_event_enabled_seconds_total",
+        "pod:counterhal_event:finished",
+        "slurm_job:counterhal_event:finished",
     ] {
         assert!(named.contains(metric), "no panel reads {metric}");
     }

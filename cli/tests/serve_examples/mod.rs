@@ -9,7 +9,7 @@
 //! run against each release; PyYAML (the DaemonSet is YAML); GNU grep (the cgroup patterns,
 //! POSIX basic regular expressions as `regcomp` reads them).
 
-mod dashboard;
+pub(crate) mod dashboard;
 mod kubernetes;
 mod panels;
 mod systemd;
@@ -112,6 +112,16 @@ pub fn recorded() -> BTreeSet<String> {
         .collect()
 }
 
+/// The series counterhal-totals.yml records (each job's and pod's whole count, and those
+/// that finished).
+pub fn recorded_totals() -> BTreeSet<String> {
+    read(&repository("examples/prometheus/counterhal-totals.yml"))
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- record: "))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Whether GNU grep (a POSIX basic regular expression, matched anywhere, as `regexec` matches
 /// serve's --cgroups patterns) finds `pattern` in `path`.
 pub fn pattern_matches(pattern: &str, path: &str) -> bool {
@@ -204,7 +214,7 @@ fn rules_file_is_what_its_command_makes() {
 }
 
 /// prometheus.yml passes `promtool check config` of Prometheus 2.42 and 3.5, which finds
-/// and checks the rules file it names; so does its commented file_sd example once
+/// and checks the rules files it names (the rates and the totals); so does its commented file_sd example once
 /// uncommented, with a targets file made from the example the comment gives.
 #[test]
 fn prometheus_config_and_its_rules_pass_promtool() {
@@ -225,11 +235,15 @@ fn prometheus_config_and_its_rules_pass_promtool_of(release: Release) {
             .arg(&config),
     );
     eprintln!("promtool check config prometheus.yml:\n{said}");
-    let rules = recorded().len();
+    let (rules, totals) = (recorded().len(), recorded_totals().len());
     assert!(ok, "{said}");
-    assert!(said.contains("SUCCESS: 1 rule files found"), "{said}");
+    assert!(said.contains("SUCCESS: 2 rule files found"), "{said}");
     assert!(
         said.contains(&format!("SUCCESS: {rules} rules found")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("SUCCESS: {totals} rules found")),
         "{said}"
     );
     assert!(!said.contains("WARNING"), "{said}");
@@ -263,11 +277,13 @@ fn prometheus_config_and_its_rules_pass_promtool_of(release: Release) {
     let scratch = Scratch::new(&format!("config-{release:?}"));
     let dir = &scratch.0;
     std::fs::write(dir.join("prometheus.yml"), uncommented.join("\n") + "\n").unwrap();
-    std::fs::copy(
-        repository("examples/prometheus/counterhal-rules.yml"),
-        dir.join("counterhal-rules.yml"),
-    )
-    .unwrap();
+    for rules in ["counterhal-rules.yml", "counterhal-totals.yml"] {
+        std::fs::copy(
+            repository("examples/prometheus").join(rules),
+            dir.join(rules),
+        )
+        .unwrap();
+    }
     let file = dir.join(pattern.replace('*', "hosts"));
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, format!("- targets: {targets}\n")).unwrap();
@@ -281,6 +297,39 @@ fn prometheus_config_and_its_rules_pass_promtool_of(release: Release) {
     assert!(
         !said.contains("WARNING"),
         "the targets file was not found: {said}"
+    );
+}
+
+/// counterhal-totals.yml passes its `promtool test rules` file, counterhal-totals.test.yml,
+/// with the promtool of Prometheus 2.42 and of 3.5: a job shorter than a scrape (one sample)
+/// has its whole count in the totals, and is finished from the next scrape, with no rate in
+/// counterhal-rules.yml; a job of nine samples is finished with its last count, its
+/// multiplexed counts scaled; a running job and a host whose scrape fails finish nothing; a
+/// pod's total is its pod cgroup's, not its container's.
+///
+/// Oracle: promtool 2.42 (Debian 12's) and 3.5 (Debian sid's), evaluating the rules over the
+/// test file's series, stale markers included.
+#[test]
+fn totals_rules_pass_their_promtool_tests() {
+    for release in Release::ALL {
+        eprintln!("== {}", release.name());
+        totals_rules_pass_their_promtool_tests_of(release);
+    }
+}
+
+/// The body of the test above for `release`.
+fn totals_rules_pass_their_promtool_tests_of(release: Release) {
+    tool_or_skip!(release, "promtool");
+    let (ok, said) = verdict(
+        release
+            .command("promtool")
+            .args(["test", "rules", "counterhal-totals.test.yml"])
+            .current_dir(repository("examples/prometheus")),
+    );
+    assert!(
+        ok && said.contains("SUCCESS"),
+        "{}'s promtool test rules counterhal-totals.test.yml: {said}",
+        release.name()
     );
 }
 
