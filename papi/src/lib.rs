@@ -18,6 +18,7 @@ pub mod overflow;
 pub mod own;
 pub mod perf_natives;
 pub mod powercap;
+pub mod powercap_zones;
 pub mod presets;
 pub mod profile;
 pub mod rates;

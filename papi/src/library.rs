@@ -14,6 +14,7 @@ use crate::description;
 use crate::info::{self, ComponentInfo, set_str};
 use crate::names::{self, Native};
 use crate::perf_natives::Placement;
+use crate::powercap_zones::ZoneEvent;
 use crate::presets::presets;
 
 /// `PAPI_STOPPED`.
@@ -46,28 +47,48 @@ pub const GRN_AVAILABLE: i32 = GRN_THR | GRN_SYS;
 
 /// `PAPI_is_initialized`'s value: 0, or `PAPI_LOW_LEVEL_INITED` (1) with
 /// `PAPI_THREAD_LEVEL_INITED` (4) once threads are initialised.
+///
+/// Static beside the lock: `PAPI_is_initialized` and the calls that answer `PAPI_ENOINIT`
+/// read it without waiting, a signal handler's included (one that interrupted a call
+/// holding the lock is refused the lock).
 pub static INIT_STATE: AtomicI32 = AtomicI32::new(0);
-/// The components `PAPI_disable_component` disabled before initialisation, one bit per index.
-pub static DISABLED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Whether `PAPI_disable_component(cidx)` was called before initialisation.
 pub fn disabled(cidx: i32) -> bool {
-    u32::try_from(cidx).is_ok_and(|c| c < 32 && DISABLED.load(Ordering::SeqCst) & (1 << c) != 0)
+    on_process(|process| process.disables(cidx)).unwrap_or(false)
+}
+
+/// `PAPI_disable_component(cidx)` before initialisation: the component is disabled at
+/// `PAPI_library_init` (`PAPI_EINVAL` for an index past 31, `PAPI_EMISC` from a signal
+/// handler that interrupted a call holding the lock).
+pub fn disable(cidx: i32) -> i32 {
+    if !(0..32).contains(&cidx) {
+        return EINVAL;
+    }
+    on_process(|process| {
+        process.disabled |= 1 << cidx;
+        OK
+    })
+    .unwrap_or(crate::codes::EMISC)
 }
 
 /// The reason a component disabled by `PAPI_disable_component` gives, as PAPI 7.0's.
 pub const DISABLED_BY_CALL: &str = "Disabled by PAPI_disable_component()";
-/// `PAPI_set_debug`'s level.
-pub static DEBUG_LEVEL: AtomicI32 = AtomicI32::new(0);
 
-/// The calling thread's kernel id, as the C interface's `sys::threads` reads it, set there at
-/// `PAPI_library_init` (the system call is the C interface's): a set's `master` is the
-/// thread that created it.
-pub static THREAD_ID: std::sync::OnceLock<fn() -> std::ffi::c_ulong> = std::sync::OnceLock::new();
+/// `PAPI_set_debug`'s level (0 before any, and from a signal handler that interrupted a
+/// call holding the lock).
+pub fn debug_level() -> i32 {
+    on_process(|process| process.debug_level).unwrap_or(0)
+}
 
-/// The calling thread's kernel id as [`THREAD_ID`] reads it (0 before it is set).
-pub fn thread_id() -> std::ffi::c_ulong {
-    THREAD_ID.get().map_or(0, |id| id())
+/// `PAPI_set_debug`: keeps `level` (`PAPI_EMISC` from a signal handler that interrupted a
+/// call holding the lock).
+pub fn set_debug_level(level: i32) -> i32 {
+    on_process(|process| {
+        process.debug_level = level;
+        OK
+    })
+    .unwrap_or(crate::codes::EMISC)
 }
 
 /// One PAPI event set.
@@ -328,6 +349,48 @@ pub struct Library {
     pub sde_component: Box<ComponentInfo>,
     /// The system its facts are read from (this machine's).
     pub system: counterhal_system::System,
+    /// The components registered beside the backend's and `sde`, as PAPI's component vector
+    /// holds them.
+    pub components: Components,
+    /// The calling thread's kernel id, as the C interface reads it (the system call is the
+    /// C interface's): a set's `master` is the thread that created it.
+    pub thread_id: fn() -> std::ffi::c_ulong,
+}
+
+/// The state of the components the library lists events of itself, set at
+/// `PAPI_library_init` and dropped at `PAPI_shutdown` with the library.
+#[derive(Default)]
+pub struct Components {
+    /// `perf_event_uncore`'s: each event of each box this machine has, by its name before
+    /// the unit mask (`skx_unc_imc0::UNC_M_CAS_COUNT`), as `PAPI_enum_cmp_event` lists them.
+    pub uncore: Registered<String>,
+    /// `powercap`'s: its zones' events, in PAPI's order.
+    pub powercap: Registered<ZoneEvent>,
+}
+
+/// One component as initialisation registered it: its description and its events.
+pub struct Registered<E> {
+    /// Its description since `PAPI_library_init` (kept for the process, so that a pointer
+    /// `PAPI_get_component_info` gave stays valid); `None` until the component's set-up.
+    pub info: Option<&'static ComponentInfo>,
+    /// Its events.
+    pub events: Vec<E>,
+}
+
+impl<E> Default for Registered<E> {
+    fn default() -> Self {
+        Registered {
+            info: None,
+            events: Vec::new(),
+        }
+    }
+}
+
+impl<E> Registered<E> {
+    /// Whether the component is set up and enabled.
+    pub fn enabled(&self) -> bool {
+        self.info.is_some_and(|info| info.disabled == 0)
+    }
 }
 
 impl Library {
@@ -359,7 +422,35 @@ pub const SDE_COMPONENT: i32 = UNCORE_COMPONENT + 1;
 /// it.
 pub const UNCORE_COMPONENT: i32 = 1;
 
-static LIBRARY: Mutex<Option<Library>> = Mutex::new(None);
+/// What a process's PAPI holds: the settings a program may give before
+/// `PAPI_library_init`, the last error, and the library once initialised.
+pub struct Process {
+    /// The components `PAPI_disable_component` disabled before initialisation, one bit per
+    /// index.
+    disabled: u32,
+    /// `PAPI_set_debug`'s level.
+    debug_level: i32,
+    /// The last error a call on the library answered, which `PAPI_perror` prints (PAPI
+    /// 7.0's `_papi_hwi_errno`, set as its functions return an error).
+    last_error: i32,
+    /// The library, between `PAPI_library_init` and `PAPI_shutdown`.
+    library: Option<Library>,
+}
+
+impl Process {
+    /// Whether `PAPI_disable_component(cidx)` was called before initialisation.
+    fn disables(&self, cidx: i32) -> bool {
+        u32::try_from(cidx).is_ok_and(|c| c < 32 && self.disabled & (1 << c) != 0)
+    }
+}
+
+/// The process's PAPI, behind the one lock every call on the library takes.
+static PROCESS: Mutex<Process> = Mutex::new(Process {
+    disabled: 0,
+    debug_level: 0,
+    last_error: OK,
+    library: None,
+});
 
 thread_local! {
     /// Whether this thread holds the library's lock: a signal handler that interrupted it
@@ -372,7 +463,7 @@ thread_local! {
 /// flag (a handler that comes between finds the flag still set and is refused, never left
 /// waiting for the lock).
 struct Locked {
-    guard: MutexGuard<'static, Option<Library>>,
+    guard: MutexGuard<'static, Process>,
     _holding: Holding,
 }
 
@@ -386,14 +477,14 @@ impl Drop for Holding {
 }
 
 impl std::ops::Deref for Locked {
-    type Target = Option<Library>;
-    fn deref(&self) -> &Option<Library> {
+    type Target = Process;
+    fn deref(&self) -> &Process {
         &self.guard
     }
 }
 
 impl std::ops::DerefMut for Locked {
-    fn deref_mut(&mut self) -> &mut Option<Library> {
+    fn deref_mut(&mut self) -> &mut Process {
         &mut self.guard
     }
 }
@@ -407,11 +498,27 @@ fn lock() -> Option<Locked> {
     }
     HOLDING.with(|holding| holding.set(true));
     let holding = Holding;
-    let guard = LIBRARY.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = PROCESS.lock().unwrap_or_else(|e| e.into_inner());
     Some(Locked {
         guard,
         _holding: holding,
     })
+}
+
+/// Runs `f` on the process's PAPI, initialised or not; `None` from a signal handler that
+/// interrupted a call holding the lock.
+fn on_process<T>(f: impl FnOnce(&mut Process) -> T) -> Option<T> {
+    // Dropped after the lock, as in `with_or`.
+    let _held = crate::sys::signals::hold();
+    let mut locked = lock()?;
+    Some(f(&mut locked))
+}
+
+/// Runs `f` on the library where it is initialised, keeping no error for `PAPI_perror`
+/// (`None` before initialisation, and from a signal handler that interrupted a call holding
+/// the lock).
+pub fn initialised<T>(f: impl FnOnce(&mut Library) -> T) -> Option<T> {
+    on_process(|process| process.library.as_mut().map(f)).flatten()
 }
 
 /// Runs `f` on the library, or returns `PAPI_ENOINIT`.
@@ -440,15 +547,16 @@ fn with_or<T>(
     // A signal handler that interrupted a call holding the lock on this thread: refused
     // (PAPI_EMISC), never a deadlock. (PAPI_read of a started set takes no lock.)
     let Some(mut locked) = lock() else {
-        return Err(fail(crate::codes::EMISC));
+        return Err(crate::codes::EMISC);
     };
-    let result = match locked.as_mut() {
+    let result = match locked.library.as_mut() {
         Some(library) => f(library),
         None => Err(uninitialised),
     };
-    drop(locked);
-    if let Err(e) = result {
-        fail(e);
+    if let Err(code) = result
+        && code < OK
+    {
+        locked.last_error = code;
     }
     result
 }
@@ -456,16 +564,19 @@ fn with_or<T>(
 /// Keeps `code`, when it is an error, as the one `PAPI_perror` prints, and returns it: what
 /// PAPI 7.0's `papi_return` does with `_papi_hwi_errno`. (Its few plain `return`s of an error
 /// leave the last one in place: `PAPI_query_event` of a preset that does not count.)
+/// (A signal handler that interrupted a call holding the lock leaves it as it was.)
 pub fn fail(code: i32) -> i32 {
     if code < OK {
-        LAST_ERROR.store(code, Ordering::SeqCst);
+        on_process(|process| process.last_error = code);
     }
     code
 }
 
-/// The last error a call on the library answered, which `PAPI_perror` prints (PAPI 7.0's
-/// `_papi_hwi_errno`, set as its functions return an error).
-pub static LAST_ERROR: AtomicI32 = AtomicI32::new(OK);
+/// The last error a call on the library answered, which `PAPI_perror` prints (`PAPI_OK`
+/// before any, and from a signal handler that interrupted a call holding the lock).
+pub fn last_error() -> i32 {
+    on_process(|process| process.last_error).unwrap_or(OK)
+}
 
 /// Runs `f` on event set `handle` (`PAPI_ENOEVST` when there is none, before initialisation
 /// too: [`with_handle`]).
@@ -515,25 +626,29 @@ pub enum Init {
 /// `PAPI_EINVAL` for a version of no release or of another release than the one chosen,
 /// `PAPI_ESYS` where no backend opens, `PAPI_EMISC` from a signal handler that interrupted a
 /// call holding the library's lock.
-pub fn library_init(version: i32) -> Result<Init, i32> {
+pub fn library_init(version: i32, thread_id: fn() -> std::ffi::c_ulong) -> Result<Init, i32> {
     let Some(release) = crate::release::Release::of_version(version) else {
         return Err(fail(EINVAL));
     };
     let Some(mut guard) = lock() else {
-        return Err(fail(crate::codes::EMISC));
+        return Err(crate::codes::EMISC);
     };
     if crate::release::chosen().is_some_and(|chosen| chosen != release) {
-        return Err(fail(EINVAL));
+        guard.last_error = EINVAL;
+        return Err(EINVAL);
     }
-    if guard.is_some() {
+    if guard.library.is_some() {
         return Ok(Init::Already);
     }
     let setup = match std::env::var(CPU_MODEL_VAR) {
         Ok(model) if !model.is_empty() => facade::Setup::new().cpu_model(&model),
         _ => facade::Setup::new(),
     };
-    let chosen = setup.open().map_err(|_| fail(ESYS))?;
-    let disabled = disabled(0);
+    let Ok(chosen) = setup.open() else {
+        guard.last_error = ESYS;
+        return Err(ESYS);
+    };
+    let disabled = guard.disables(0);
     let natives = if disabled {
         Vec::new()
     } else {
@@ -561,7 +676,7 @@ pub fn library_init(version: i32) -> Result<Init, i32> {
     }
     component.flags = description::component_flags(capabilities);
     let listed = natives.len();
-    *guard = Some(Library {
+    guard.library = Some(Library {
         chosen,
         natives,
         listed,
@@ -573,6 +688,8 @@ pub fn library_init(version: i32) -> Result<Init, i32> {
         component,
         sde_component: Box::new(component_info()),
         system: counterhal_system::System::host(),
+        components: Components::default(),
+        thread_id,
     });
     // Under the library's lock: no other call chose a release since the check above.
     let _ = crate::release::choose(release);
@@ -634,14 +751,14 @@ pub fn shutdown() {
     let Some(mut locked) = lock() else {
         return;
     };
-    if let Some(library) = locked.as_mut() {
+    if let Some(library) = locked.library.as_mut() {
         for set in library.sets.iter_mut().flatten() {
             if set.made_here().is_err() {
                 std::mem::forget(std::mem::take(&mut set.samplers));
             }
         }
     }
-    *locked = None;
+    locked.library = None;
     drop(locked);
     INIT_STATE.store(0, Ordering::SeqCst);
 }

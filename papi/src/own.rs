@@ -4,7 +4,7 @@
 //! set's calls go to the component here.
 
 use crate::codes::{ECNFLCT, EINVAL, EISRUN, OK};
-use crate::library::{DOM_ALL, DOM_USER, GRN_SYS, GRN_THR, Library, PapiSet, RUNNING};
+use crate::library::{Components, DOM_ALL, DOM_USER, GRN_SYS, GRN_THR, Library, PapiSet, RUNNING};
 use crate::{powercap, sde};
 
 /// A component whose counters the library reads itself.
@@ -108,41 +108,61 @@ impl Own {
         Ok(OK)
     }
 
-    /// `PAPI_start` of set `handle`.
-    pub fn start(self, handle: i32, set: &mut PapiSet) -> Result<i32, i32> {
+    /// `PAPI_start` of set `handle`, with the library's `components`.
+    pub fn start(
+        self,
+        components: &Components,
+        handle: i32,
+        set: &mut PapiSet,
+    ) -> Result<i32, i32> {
         match self {
             Own::Sde => sde::start(handle, set),
-            Own::Powercap => powercap::start(set),
+            Own::Powercap => powercap::start(&components.powercap.events, set),
         }
     }
 
     /// Each count of `set` handed to `put` with its index.
-    pub fn read_each(self, set: &mut PapiSet, put: impl FnMut(usize, i64)) -> Result<i32, i32> {
+    pub fn read_each(
+        self,
+        components: &Components,
+        set: &mut PapiSet,
+        put: impl FnMut(usize, i64),
+    ) -> Result<i32, i32> {
         match self {
             Own::Sde => sde::read_each(set, put),
-            Own::Powercap => powercap::read_each(set, put),
+            Own::Powercap => powercap::read_each(&components.powercap.events, set, put),
         }
     }
 
     /// `PAPI_stop` of set `handle`: its counts.
-    pub fn stop(self, handle: i32, set: &mut PapiSet) -> Result<Vec<i64>, i32> {
+    pub fn stop(
+        self,
+        components: &Components,
+        handle: i32,
+        set: &mut PapiSet,
+    ) -> Result<Vec<i64>, i32> {
         match self {
             Own::Sde => sde::stop(handle, set),
-            Own::Powercap => powercap::stop(set),
+            Own::Powercap => powercap::stop(&components.powercap.events, set),
         }
     }
 
     /// `PAPI_reset`.
-    pub fn reset(self, set: &mut PapiSet) -> Result<i32, i32> {
+    pub fn reset(self, components: &Components, set: &mut PapiSet) -> Result<i32, i32> {
         match self {
             Own::Sde => sde::reset(set),
-            Own::Powercap => powercap::reset(set),
+            Own::Powercap => powercap::reset(&components.powercap.events, set),
         }
     }
 
     /// `PAPI_accum`: the counts handed to `put`, then a reset.
-    pub fn accum_each(self, set: &mut PapiSet, put: impl FnMut(usize, i64)) -> Result<i32, i32> {
-        self.read_each(set, put)?;
-        self.reset(set)
+    pub fn accum_each(
+        self,
+        components: &Components,
+        set: &mut PapiSet,
+        put: impl FnMut(usize, i64),
+    ) -> Result<i32, i32> {
+        self.read_each(components, set, put)?;
+        self.reset(components, set)
     }
 }

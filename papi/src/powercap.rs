@@ -25,12 +25,13 @@
 //! only regular files of at most a page are read (never a FIFO or a device), and a file
 //! refused so is no event.
 
-use counterhal_system::{RaplZone, System};
+use counterhal_system::System;
 
 use crate::codes::{ECMP, EINVAL, EISRUN, ENOEVNT, ENOTRUN, OK};
 use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_ALL, GRN_SYS, Library, PapiSet, RUNNING, STOPPED, with};
 use crate::names::{self, Code, Native};
+use crate::powercap_zones::{ZoneEvent, count, discover, value};
 
 /// The component's index: after the `sde` component, before `sysdetect`.
 pub const CIDX: i32 = crate::sde::COMPONENTS;
@@ -53,176 +54,6 @@ const DATATYPE_UINT64: i32 = 1;
 /// Why the component is disabled when it finds no zone.
 const NO_ZONES: &str = "No powercap zones found (/sys/class/powercap/intel-rapl:N)";
 
-/// A package zone's events: PAPI's name and the file.
-const PACKAGE_EVENTS: [(&str, &str); 10] = [
-    ("ENERGY_UJ", "energy_uj"),
-    ("MAX_ENERGY_RANGE_UJ", "max_energy_range_uj"),
-    ("MAX_POWER_A_UW", "constraint_0_max_power_uw"),
-    ("POWER_LIMIT_A_UW", "constraint_0_power_limit_uw"),
-    ("TIME_WINDOW_A_US", "constraint_0_time_window_us"),
-    ("MAX_POWER_B_UW", "constraint_1_max_power_uw"),
-    ("POWER_LIMIT_B_UW", "constraint_1_power_limit_uw"),
-    ("TIME_WINDOW_B", "constraint_1_time_window_us"),
-    ("ENABLED", "enabled"),
-    ("NAME", "name"),
-];
-
-/// A subzone's events (the package's but the second constraint).
-const SUBZONE_EVENTS: [(&str, &str); 7] = [
-    ("ENERGY_UJ", "energy_uj"),
-    ("MAX_ENERGY_RANGE_UJ", "max_energy_range_uj"),
-    ("MAX_POWER_A_UW", "constraint_0_max_power_uw"),
-    ("POWER_LIMIT_A_UW", "constraint_0_power_limit_uw"),
-    ("TIME_WINDOW_A_US", "constraint_0_time_window_us"),
-    ("ENABLED", "enabled"),
-    ("NAME", "name"),
-];
-
-/// One event: its name after `powercap:::` (or `rapl:::`), its file, its description, and
-/// for an energy event the value its counter wraps at.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ZoneEvent {
-    /// `ENERGY_UJ:ZONE0`, `NAME:ZONE0_SUBZONE1`; for a name of PAPI's `rapl` component,
-    /// `PACKAGE_ENERGY:PACKAGE0`.
-    pub name: String,
-    /// Whether it is a name of PAPI's `rapl` component (`rapl:::`), read from its zone's
-    /// energy in nanojoules, as that component gives it; such names are not listed.
-    pub rapl: bool,
-    /// The zone's name (`package-0`, `core`, `dram`).
-    pub zone: String,
-    /// The zone whose file is read (`None`: none, an event of a test's), in the sysfs tree
-    /// of `/sys` or `COUNTERHAL_SYSFS`: see the module's rules.
-    pub source: Option<RaplZone>,
-    /// The file read (`energy_uj`).
-    pub file: &'static str,
-    /// The zone's name for a `NAME` event; empty for the others, as PAPI's.
-    pub description: String,
-    /// For an energy event, `max_energy_range_uj` of its zone (0 where unreadable).
-    pub wraps_at: Option<i64>,
-}
-
-/// The component's events since `PAPI_library_init`, in PAPI's order (a set's calls read
-/// them beside the set they borrow from the library).
-static EVENTS: std::sync::RwLock<Vec<ZoneEvent>> = std::sync::RwLock::new(Vec::new());
-
-/// The component's description since `PAPI_library_init` (`PAPI_get_component_info`; each
-/// initialisation's kept for the process, so that a pointer to it stays valid).
-static INFO: std::sync::Mutex<Option<&'static ComponentInfo>> = std::sync::Mutex::new(None);
-
-/// The component's description: as the last initialisation made it, else as before one.
-pub fn info() -> *const ComponentInfo {
-    let made = *INFO.lock().unwrap_or_else(|e| e.into_inner());
-    made.map_or_else(before_init, |info| info as *const ComponentInfo)
-}
-
-/// The component's events.
-fn events() -> std::sync::RwLockReadGuard<'static, Vec<ZoneEvent>> {
-    EVENTS.read().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The number a file holds, as PAPI reads it (`atoll`: leading digits, 0 for none).
-fn number(text: &str) -> i64 {
-    let text = text.trim_start();
-    let (sign, digits) = match text.strip_prefix('-') {
-        Some(rest) => (-1, rest),
-        None => (1, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let end = digits
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(digits.len());
-    digits[..end].parse::<i64>().map_or(0, |n| sign * n)
-}
-
-/// The value of `event`'s file now (0 where it cannot be read, as PAPI's `atoll` of
-/// nothing).
-fn value(event: &ZoneEvent) -> i64 {
-    let text = event
-        .source
-        .as_ref()
-        .and_then(|zone| zone.file(event.file).ok()?);
-    text.map_or(0, |text| number(&text))
-}
-
-/// The events of the zones in `system`'s powercap class (its sysfs is `/sys`, or
-/// `COUNTERHAL_SYSFS`) for sockets `0..sockets`, in PAPI's order.
-pub fn discover(system: &System, sockets: i32) -> Vec<ZoneEvent> {
-    let mut events = Vec::new();
-    let mut zone = |zone: RaplZone, suffix: String, table: &[(&str, &'static str)]| {
-        let zone_name = zone.name().unwrap_or_default();
-        for (event, file) in table {
-            // A file the tree's rules refuse (a link out, a FIFO, a device, too long) is no
-            // event; one that exists but cannot be read (root's only) is, reading 0.
-            let text = match zone.file(file) {
-                Err(_) => continue,
-                Ok(None) if !zone.has_file(file) => continue,
-                Ok(text) => text.unwrap_or_default(),
-            };
-            let description = match *event {
-                "NAME" => text,
-                _ => String::new(),
-            };
-            let wraps_at = (*event == "ENERGY_UJ").then(|| {
-                zone.file("max_energy_range_uj")
-                    .ok()
-                    .flatten()
-                    .map_or(0, |text| number(&text))
-            });
-            events.push(ZoneEvent {
-                name: format!("{event}:{suffix}"),
-                rapl: false,
-                zone: zone_name.clone(),
-                wraps_at,
-                source: Some(zone.clone()),
-                file,
-                description,
-            });
-        }
-    };
-    for socket in 0..sockets.max(1) as u32 {
-        let Some(package) = system.rapl_zone(socket, None) else {
-            continue;
-        };
-        zone(package, format!("ZONE{socket}"), &PACKAGE_EVENTS);
-        for sub in 0.. {
-            let Some(dir) = system.rapl_zone(socket, Some(sub)) else {
-                break;
-            };
-            zone(dir, format!("ZONE{socket}_SUBZONE{sub}"), &SUBZONE_EVENTS);
-        }
-    }
-    let rapl = rapl_names(&events);
-    events.extend(rapl);
-    events
-}
-
-/// The names of PAPI's `rapl` component that the zones' energy counters give, in nanojoules:
-/// `PACKAGE_ENERGY:PACKAGES` (a `package-S` zone), `PP0_ENERGY` (its `core` subzone),
-/// `PP1_ENERGY` (`uncore`, the client chips' graphics), `DRAM_ENERGY` (`dram`).
-fn rapl_names(events: &[ZoneEvent]) -> Vec<ZoneEvent> {
-    let mut names = Vec::new();
-    for event in events.iter().filter(|e| e.wraps_at.is_some()) {
-        // ENERGY_UJ:ZONES or ENERGY_UJ:ZONES_SUBZONEC: the socket is S.
-        let socket: String = event.name["ENERGY_UJ:ZONE".len()..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        let rapl = match event.zone.as_str() {
-            zone if zone.starts_with("package-") => "PACKAGE_ENERGY",
-            "core" => "PP0_ENERGY",
-            "uncore" => "PP1_ENERGY",
-            "dram" => "DRAM_ENERGY",
-            _ => continue,
-        };
-        names.push(ZoneEvent {
-            name: format!("{rapl}:PACKAGE{socket}"),
-            rapl: true,
-            description: String::new(),
-            ..event.clone()
-        });
-    }
-    names
-}
-
 /// The system the zones are read in, `system` with its sysfs at the tree `COUNTERHAL_SYSFS`
 /// names, if any; and its sockets (the tree's where it has CPUs, else `system`'s).
 fn machine(system: &System) -> (System, i32) {
@@ -232,6 +63,12 @@ fn machine(system: &System) -> (System, i32) {
     let with_cpus = tree.as_ref().filter(|t| t.has_cpu(0)).unwrap_or(system);
     let sockets = crate::topology::read(with_cpus).sockets;
     (tree.unwrap_or_else(|| system.clone()), sockets)
+}
+
+/// The component's description: as the last initialisation made it, else as before one.
+pub fn info() -> *const ComponentInfo {
+    let made = crate::library::initialised(|library| library.components.powercap.info).flatten();
+    made.map_or_else(before_init, |info| info as *const ComponentInfo)
 }
 
 /// The component's description, neither initialised nor disabled (PAPI 7.0's words).
@@ -268,7 +105,7 @@ pub fn init() {
         }
         _ => Vec::new(),
     };
-    let _ = with(|_| {
+    let _ = with(|library| {
         let mut info = description();
         info.initialized = 1;
         let count = events.iter().filter(|e| !e.rapl).count() as i32;
@@ -281,8 +118,9 @@ pub fn init() {
             set_str(&mut info.disabled_reason, NO_ZONES);
         }
         // Kept for the process: a caller may hold the pointer PAPI_get_component_info gave.
-        *INFO.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::info::kept(info));
-        *EVENTS.write().unwrap_or_else(|e| e.into_inner()) = events;
+        let powercap = &mut library.components.powercap;
+        powercap.info = Some(crate::info::kept(info));
+        powercap.events = events;
         Ok(())
     });
 }
@@ -290,12 +128,6 @@ pub fn init() {
 /// The prefix of PAPI's `rapl` component's names, which this component takes where its zones
 /// give them.
 const RAPL_PREFIX: &str = "rapl:::";
-
-/// Ends the component (at `PAPI_shutdown`): its description is the one before
-/// initialisation again.
-pub fn shutdown() {
-    *INFO.lock().unwrap_or_else(|e| e.into_inner()) = None;
-}
 
 /// The name after `powercap:::`, for a name of this component; a name of PAPI's `rapl`
 /// component (`rapl:::PACKAGE_ENERGY:PACKAGE0`, or without its prefix) as itself.
@@ -319,7 +151,13 @@ fn register(library: &mut Library, index: u32) -> Result<i32, i32> {
     {
         return Ok(names::native_code(i));
     }
-    let event = events().get(index as usize).cloned().ok_or(ENOEVNT)?;
+    let event = library
+        .components
+        .powercap
+        .events
+        .get(index as usize)
+        .cloned()
+        .ok_or(ENOEVNT)?;
     let prefix = if event.rapl { RAPL_PREFIX } else { PREFIX };
     library.natives.push(Native {
         name: format!("{prefix}{}", event.name),
@@ -335,7 +173,10 @@ fn register(library: &mut Library, index: u32) -> Result<i32, i32> {
 
 /// `PAPI_event_name_to_code` of `powercap:::NAME` (`rest` is what follows the prefix).
 pub fn code_of(library: &mut Library, rest: &str) -> Result<i32, i32> {
-    let index = events()
+    let index = library
+        .components
+        .powercap
+        .events
         .iter()
         .position(|e| e.name == rest)
         .ok_or(ENOEVNT)?;
@@ -367,11 +208,7 @@ pub fn describe(info: &mut EventInfo) {
 /// `PAPI_ENUM_EVENTS` the next; past the last or with another modifier `PAPI_EINVAL` (PAPI's
 /// framework's answer whatever the component said); `PAPI_ENOCMP` where it is disabled.
 pub fn enumerate(library: &mut Library, code: i32, modifier: i32) -> Result<i32, i32> {
-    let disabled = INFO
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .is_none_or(|info| info.disabled != 0);
-    if disabled {
+    if !library.components.powercap.enabled() {
         return Err(crate::codes::ENOCMP);
     }
     let next = match modifier {
@@ -381,7 +218,8 @@ pub fn enumerate(library: &mut Library, code: i32, modifier: i32) -> Result<i32,
         0 => event_of(library, code).ok_or(EINVAL)? + 1,
         _ => return Err(EINVAL),
     };
-    if events().get(next as usize).is_none_or(|e| e.rapl) {
+    let events = &library.components.powercap.events;
+    if events.get(next as usize).is_none_or(|e| e.rapl) {
         return Err(EINVAL);
     }
     register(library, next)
@@ -405,26 +243,15 @@ fn now(events: &[ZoneEvent], set: &PapiSet) -> Result<Vec<i64>, i32> {
     Ok(events_of(events, set)?.iter().map(|e| value(e)).collect())
 }
 
-/// What an event reads: an energy counter's microjoules since `start` (across one wrap at
-/// its range; nanojoules for a `rapl` name), any other event's value.
-fn count(event: &ZoneEvent, start: i64, current: i64) -> i64 {
-    let factor = if event.rapl { 1000 } else { 1 };
-    match event.wraps_at {
-        Some(range) if current < start => (current + (range - start)) * factor,
-        Some(_) => (current - start) * factor,
-        None => current,
-    }
-}
-
 /// `PAPI_start`: each counter's value now becomes its start.
-pub fn start(set: &mut PapiSet) -> Result<i32, i32> {
+pub fn start(events: &[ZoneEvent], set: &mut PapiSet) -> Result<i32, i32> {
     if set.state & RUNNING != 0 {
         return Err(EISRUN);
     }
     if set.events.is_empty() {
         return Err(EINVAL);
     }
-    set.own_starts = now(&events(), set)?;
+    set.own_starts = now(events, set)?;
     set.own_values = vec![0; set.events.len()];
     set.state = (set.state & !STOPPED) | RUNNING;
     Ok(OK)
@@ -432,15 +259,18 @@ pub fn start(set: &mut PapiSet) -> Result<i32, i32> {
 
 /// Each count of `set` handed to `put` with its index: the counts now while it runs, else
 /// those of its last stop (zeros before its first start).
-pub fn read_each(set: &PapiSet, mut put: impl FnMut(usize, i64)) -> Result<i32, i32> {
+pub fn read_each(
+    events: &[ZoneEvent],
+    set: &PapiSet,
+    mut put: impl FnMut(usize, i64),
+) -> Result<i32, i32> {
     if set.state & RUNNING == 0 {
         for i in 0..set.events.len() {
             put(i, set.own_values.get(i).copied().unwrap_or(0));
         }
         return Ok(OK);
     }
-    let events = events();
-    for (i, event) in events_of(&events, set)?.into_iter().enumerate() {
+    for (i, event) in events_of(events, set)?.into_iter().enumerate() {
         let start = set.own_starts.get(i).copied().unwrap_or(0);
         put(i, count(event, start, value(event)));
     }
@@ -448,30 +278,31 @@ pub fn read_each(set: &PapiSet, mut put: impl FnMut(usize, i64)) -> Result<i32, 
 }
 
 /// `PAPI_stop`: the counts, kept for later reads.
-pub fn stop(set: &mut PapiSet) -> Result<Vec<i64>, i32> {
+pub fn stop(events: &[ZoneEvent], set: &mut PapiSet) -> Result<Vec<i64>, i32> {
     if set.state & RUNNING == 0 {
         return Err(ENOTRUN);
     }
     let mut values = vec![0; set.events.len()];
-    read_each(set, |i, v| values[i] = v)?;
+    read_each(events, set, |i, v| values[i] = v)?;
     set.own_values.clone_from(&values);
     set.state = (set.state & !RUNNING) | STOPPED;
     Ok(values)
 }
 
 /// `PAPI_reset`: a running set counts from now; a stopped set's kept counts become zeros.
-pub fn reset(set: &mut PapiSet) -> Result<i32, i32> {
+pub fn reset(events: &[ZoneEvent], set: &mut PapiSet) -> Result<i32, i32> {
     if set.state & RUNNING == 0 {
         set.own_values.iter_mut().for_each(|v| *v = 0);
         return Ok(OK);
     }
-    set.own_starts = now(&events(), set)?;
+    set.own_starts = now(events, set)?;
     Ok(OK)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::powercap_zones::number;
     use counterhal_conformance::fixtures::Scratch;
 
     /// A zone tree as the kernel's powercap class lays it out (Documentation/ABI/testing/

@@ -48,7 +48,12 @@ pub fn get_multiplex(handle: i32) -> i32 {
 /// can be counted (`probe`); for a detach whether the set counts a CPU, runs, is attached.
 pub fn attach(handle: i32, tid: Option<std::ffi::c_ulong>) -> i32 {
     with(|library| {
-        let Library { chosen, sets, .. } = library;
+        let Library {
+            chosen,
+            sets,
+            thread_id,
+            ..
+        } = library;
         let set = crate::library::find_set(sets, handle)?;
         set.assigned()?;
         if !chosen.backend().dyn_capabilities().targets().attach {
@@ -85,7 +90,7 @@ pub fn attach(handle: i32, tid: Option<std::ffi::c_ulong>) -> i32 {
         // that attaches): ours attaches to the caller. (Where the kernel has no core PMU,
         // PAPI's check refuses it as every live target, PAPI_ENOEVNT: tests/c/attach_targets.c.)
         let tid = match thread_number(tid)? {
-            0 => thread_number(crate::library::thread_id())?,
+            0 => thread_number(thread_id())?,
             tid => tid,
         };
         probe(chosen, set, tid)?;

@@ -7,8 +7,8 @@ use crate::codes::{
     EBUG, ECMP, ECNFLCT, EINVAL, EISRUN, ENOCMP, ENOEVNT, ENOEVST, ENOTRUN, OK, from_error,
 };
 use crate::library::{
-    GRN_SYS, GRN_THR, Library, MULTIPLEXING, PapiSet, RUNNING, STOPPED, Sampled, with, with_handle,
-    with_set,
+    Components, GRN_SYS, GRN_THR, Library, MULTIPLEXING, PapiSet, RUNNING, STOPPED, Sampled, with,
+    with_handle, with_set,
 };
 use crate::names::{self, Code};
 use crate::own::Own;
@@ -56,7 +56,7 @@ pub fn create_eventset() -> Result<i32, i32> {
             .position(Option::is_none)
             .unwrap_or(library.sets.len());
         // PAPI's `master`: the creating thread.
-        let set = empty_set(crate::library::thread_id(), handle);
+        let set = empty_set((library.thread_id)(), handle);
         match library.sets.get_mut(handle) {
             Some(free) => *free = Some(set),
             None => library.sets.push(Some(set)),
@@ -335,10 +335,15 @@ pub fn start(handle: i32) -> i32 {
         if library.thread_busy(index) {
             return Err(EISRUN);
         }
-        let Library { chosen, sets, .. } = library;
+        let Library {
+            chosen,
+            sets,
+            components,
+            ..
+        } = library;
         let set = sets[index].as_mut().ok_or(EBUG)?;
         if let Some(own) = Own::of(set) {
-            return own.start(handle, set);
+            return own.start(components, handle, set);
         }
         if set.state & RUNNING != 0 {
             return Err(EISRUN);
@@ -417,6 +422,21 @@ fn each_value(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<(), 
     Ok(())
 }
 
+/// Runs `f` on event set `handle` with the library's components beside it, whose events a
+/// set of a component the library reads itself ([`Own`]) reads (`PAPI_ENOEVST` when there
+/// is no set, as [`with_set`]).
+fn with_set_beside<T>(
+    handle: i32,
+    f: impl FnOnce(&Components, &mut PapiSet) -> Result<T, i32>,
+) -> Result<T, i32> {
+    with_handle(|library| {
+        let Library {
+            sets, components, ..
+        } = library;
+        f(components, crate::library::find_set(sets, handle)?)
+    })
+}
+
 /// `PAPI_read` without allocating (a handler may call it): each count handed to `put` with its
 /// index; a set never started reads zeros. A started set is read without the lock
 /// ([`crate::shared_reads`]); any other under it.
@@ -424,10 +444,10 @@ pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
     if let Some(code) = crate::shared_reads::read(handle, forks(), &mut put) {
         return crate::library::fail(code);
     }
-    with_set(handle, |_, set| {
+    with_set_beside(handle, |components, set| {
         set.assigned()?;
         if let Some(own) = Own::of(set) {
-            return own.read_each(set, &mut put);
+            return own.read_each(components, set, &mut put);
         }
         if set.group.is_none() {
             (0..set.events.len()).for_each(|i| put(i, 0));
@@ -467,10 +487,10 @@ fn reset_counters(set: &mut PapiSet) -> Result<(), i32> {
 
 /// `PAPI_stop`: disables the set and returns its counts.
 pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
-    with_set(handle, |_, set| {
+    with_set_beside(handle, |components, set| {
         set.assigned()?;
         if let Some(own) = Own::of(set) {
-            return own.stop(handle, set);
+            return own.stop(components, handle, set);
         }
         if set.state & RUNNING == 0 {
             return Err(ENOTRUN);
@@ -491,11 +511,11 @@ pub fn stop(handle: i32) -> Result<Vec<i64>, i32> {
 
 /// `PAPI_read`: the counts since the start or the last reset.
 pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
-    with_set(handle, |_, set| {
+    with_set_beside(handle, |components, set| {
         set.assigned()?;
         if let Some(own) = Own::of(set) {
             let mut values = vec![0; set.events.len()];
-            own.read_each(set, |i, v| values[i] = v)?;
+            own.read_each(components, set, |i, v| values[i] = v)?;
             return Ok(values);
         }
         if set.group.is_none() {
@@ -508,10 +528,10 @@ pub fn read(handle: i32) -> Result<Vec<i64>, i32> {
 
 /// `PAPI_reset`.
 pub fn reset(handle: i32) -> i32 {
-    with_set(handle, |_, set| {
+    with_set_beside(handle, |components, set| {
         set.assigned()?;
         if let Some(own) = Own::of(set) {
-            return own.reset(set);
+            return own.reset(components, set);
         }
         reset_counters(set)?;
         Ok(OK)
@@ -528,10 +548,10 @@ pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
         Some(error) => return crate::library::fail(error),
         None => {}
     }
-    with_set(handle, |_, set| {
+    with_set_beside(handle, |components, set| {
         set.assigned()?;
         if let Some(own) = Own::of(set) {
-            return own.accum_each(set, &mut put);
+            return own.accum_each(components, set, &mut put);
         }
         if set.group.is_none() {
             (0..set.events.len()).for_each(|i| put(i, 0));

@@ -23,8 +23,6 @@
 //! head: the kernel's perf JSON lacks many of them or their unit masks), opened as
 //! `config=0x...` on the box.
 
-use std::sync::{Mutex, RwLock};
-
 use counterhal_events::Database;
 use counterhal_system::{PerfAccess, System};
 
@@ -315,14 +313,6 @@ pub fn first_cpu(pmu: &str) -> Option<u32> {
     counterhal_system::parse_cpu_list(&mask)?.first().copied()
 }
 
-/// The component's events, as `PAPI_enum_cmp_event` lists them (`skx_unc_imc0::UNC_M_CAS_COUNT`):
-/// each event of each box this machine has, by its name before the unit mask.
-static EVENTS: RwLock<Vec<String>> = RwLock::new(Vec::new());
-
-/// The component's description since `PAPI_library_init` (kept for the process, so that a
-/// pointer to it stays valid).
-static INFO: Mutex<Option<&'static ComponentInfo>> = Mutex::new(None);
-
 /// The component's description, as PAPI 7.0's perf_event_uncore.c gives it.
 fn description() -> ComponentInfo {
     let mut info = crate::library::component_info();
@@ -347,7 +337,7 @@ fn description() -> ComponentInfo {
 /// The component's description: as the last initialisation made it, else as before one.
 pub fn info() -> *const ComponentInfo {
     static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
-    let made = *INFO.lock().unwrap_or_else(|e| e.into_inner());
+    let made = crate::library::initialised(|library| library.components.uncore.info).flatten();
     made.map_or_else(
         || BEFORE.get_or_init(description) as *const ComponentInfo,
         |info| info as *const ComponentInfo,
@@ -389,8 +379,9 @@ pub fn init() {
             info.disabled = ECMP;
             set_str(&mut info.disabled_reason, NO_UNCORE);
         }
-        *INFO.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::info::kept(info));
-        *EVENTS.write().unwrap_or_else(|e| e.into_inner()) = if info.disabled == 0 {
+        let uncore = &mut library.components.uncore;
+        uncore.info = Some(crate::info::kept(info));
+        uncore.events = if info.disabled == 0 {
             events
         } else {
             Vec::new()
@@ -402,22 +393,9 @@ pub fn init() {
 /// `PAPI_num_cmp_hwctrs` of the component: its description's counters (none are counted
 /// here, as Debian's PAPI 7.0 answers for its disabled component: 0).
 pub fn counters() -> i32 {
-    INFO.lock()
-        .unwrap_or_else(|e| e.into_inner())
+    crate::library::initialised(|library| library.components.uncore.info)
+        .flatten()
         .map_or(0, |info| info.num_cntrs)
-}
-
-/// Ends the component (at `PAPI_shutdown`).
-pub fn shutdown() {
-    *INFO.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    EVENTS.write().unwrap_or_else(|e| e.into_inner()).clear();
-}
-
-/// Whether the component is enabled now.
-fn enabled() -> bool {
-    INFO.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .is_some_and(|info| info.disabled == 0)
 }
 
 /// The CPU model's boxes this machine has.
@@ -462,7 +440,7 @@ fn listed(library: &Library) -> Vec<String> {
 pub fn code_of(library: &mut Library, name: &str) -> Option<Result<i32, i32>> {
     let context = library.chosen.context();
     let read = read(context.database(), context.model(), name)?;
-    if !enabled() {
+    if !library.components.uncore.enabled() {
         return Some(Err(ENOEVNT));
     }
     // A box this machine lacks names no event, as libpfm4 finds events of the PMUs it
@@ -553,14 +531,14 @@ pub fn assign(handle: i32) -> i32 {
 /// (`PMU::EVENT:UMASK`); past the last `PAPI_EINVAL` (PAPI's framework's answer);
 /// `PAPI_ENOCMP` where the component is disabled.
 pub fn enumerate(library: &mut Library, code: i32, modifier: i32) -> Result<i32, i32> {
-    if !enabled() {
+    if !library.components.uncore.enabled() {
         return Err(ENOCMP);
     }
     let current = match names::decode(code) {
         Some(Code::Native(i)) => library.natives.get(i).map(|n| n.name.clone()),
         _ => None,
     };
-    let events = EVENTS.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let events = library.components.uncore.events.clone();
     let next = match modifier {
         // PAPI_ENUM_FIRST
         1 => events.first().cloned(),

@@ -310,8 +310,7 @@ pub extern "C" fn PAPI_disable_component(cidx: c_int) -> c_int {
         if library::INIT_STATE.load(Ordering::SeqCst) != 0 {
             return codes::ENOINIT;
         }
-        library::DISABLED.fetch_or(1 << cidx, Ordering::SeqCst);
-        OK
+        library::disable(cidx)
     })
 }
 
@@ -381,7 +380,7 @@ pub extern "C" fn PAPI_strerror(code: c_int) -> *const c_char {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PAPI_perror(msg: *const c_char) {
     guard(|| {
-        let last = library::LAST_ERROR.load(Ordering::SeqCst);
+        let last = library::last_error();
         let Some(text_of_last) = codes::message(last) else {
             return;
         };

@@ -131,10 +131,9 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
         let _setting_up = SETTING_UP
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match library::library_init(version) {
+        match library::library_init(version, || threads::own_id()) {
             Ok(library::Init::Already) => version,
             Ok(library::Init::Made) => {
-                let _ = library::THREAD_ID.set(|| threads::own_id());
                 // Forks counted from here on, before any set (`counterhal_cboundary::forks`).
                 let _ = counterhal_cboundary::forks();
                 threads::know_this_thread();
@@ -154,8 +153,6 @@ pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
 pub extern "C" fn PAPI_shutdown() {
     guard(|| {
         crate::sde::shutdown();
-        crate::powercap::shutdown();
-        crate::uncore::shutdown();
         library::shutdown();
         threads::forget_threads();
     })
@@ -174,8 +171,7 @@ pub extern "C" fn PAPI_set_debug(level: c_int) -> c_int {
         if !(0..=2).contains(&level) {
             return library::fail(EINVAL);
         }
-        library::DEBUG_LEVEL.store(level, std::sync::atomic::Ordering::SeqCst);
-        OK
+        library::set_debug_level(level)
     })
 }
 

@@ -173,7 +173,7 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
         MAX_CPUS => return hardware.totalcpus,
         CLOCKRATE => return hardware.cpu_max_mhz,
         DEBUG => {
-            let level = library::DEBUG_LEVEL.load(Ordering::SeqCst);
+            let level = library::debug_level();
             // SAFETY: NULL or the caller's union.
             if let Some(mut pair) = unsafe { member::<Pair>(ptr) } {
                 pair.first = level;
