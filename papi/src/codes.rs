@@ -43,43 +43,44 @@ pub const ENOIMPL: i32 = -19;
 /// Buffer too small.
 pub const EBUF: i32 = -20;
 
-/// The messages of `PAPI_strerror`, indexed by `-code` (PAPI 7.0's 28 codes).
-pub const MESSAGES: [&str; 28] = [
-    "No error",
-    "Invalid argument",
-    "Insufficient memory",
-    "A System/C library call failed",
-    "Not supported by component",
-    "Access to the counters was lost or interrupted",
-    "Internal error, please send mail to the developers",
-    "Event does not exist",
-    "Event exists, but cannot be counted due to hardware resource limits",
-    "EventSet is currently not running",
-    "EventSet is currently counting",
-    "No such EventSet available",
-    "Event in argument is not a valid preset",
-    "Hardware does not support performance counters",
-    "Unknown error code",
-    "Permission level does not permit operation",
-    "PAPI hasn't been initialized yet",
-    "Component Index isn't set",
-    "Not supported",
-    "Not implemented",
-    "Buffer size exceeded",
-    "EventSet domain is not supported for the operation",
-    "Invalid or missing event attributes",
-    "Too many events or attributes",
-    "Bad combination of features",
-    "Component containing event is disabled",
-    "Delayed initialization component",
-    "Event exists, but cannot be counted due to multiple passes required by hardware",
+/// The messages of `PAPI_strerror`, indexed by `-code` (PAPI 7.0's 28 codes), as the C
+/// strings it hands out.
+pub const MESSAGES: [&std::ffi::CStr; 28] = [
+    c"No error",
+    c"Invalid argument",
+    c"Insufficient memory",
+    c"A System/C library call failed",
+    c"Not supported by component",
+    c"Access to the counters was lost or interrupted",
+    c"Internal error, please send mail to the developers",
+    c"Event does not exist",
+    c"Event exists, but cannot be counted due to hardware resource limits",
+    c"EventSet is currently not running",
+    c"EventSet is currently counting",
+    c"No such EventSet available",
+    c"Event in argument is not a valid preset",
+    c"Hardware does not support performance counters",
+    c"Unknown error code",
+    c"Permission level does not permit operation",
+    c"PAPI hasn't been initialized yet",
+    c"Component Index isn't set",
+    c"Not supported",
+    c"Not implemented",
+    c"Buffer size exceeded",
+    c"EventSet domain is not supported for the operation",
+    c"Invalid or missing event attributes",
+    c"Too many events or attributes",
+    c"Bad combination of features",
+    c"Component containing event is disabled",
+    c"Delayed initialization component",
+    c"Event exists, but cannot be counted due to multiple passes required by hardware",
 ];
 
 /// The message of `code`, or `None` for a code PAPI does not define.
 pub fn message(code: i32) -> Option<&'static str> {
     usize::try_from(code.checked_neg()?)
         .ok()
-        .and_then(|i| MESSAGES.get(i).copied())
+        .and_then(|i| MESSAGES.get(i)?.to_str().ok())
 }
 
 /// PAPI's code for an error of counterhal's, when adding or counting an event.

@@ -7,8 +7,6 @@
 //! holds), with libpfm4's `perf_raw` PMU (perf's raw syntax, `perf_raw::rc0`) between them,
 //! as PAPI lists it.
 
-use std::ffi::CString;
-use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
 
 use counterhal_hal::GeneralizedEvent;
@@ -43,33 +41,22 @@ fn model_facts(chosen: &facade::Chosen) -> (i32, Option<String>) {
     )
 }
 
-/// The PMU names, as C strings that live as long as the process.
-fn pmu_names(model: Option<String>) -> &'static [CString] {
-    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
-    NAMES.get_or_init(|| {
-        ["perf", "perf_raw"]
-            .into_iter()
-            .map(str::to_string)
-            .chain(model)
-            .filter_map(|n| CString::new(n).ok())
-            .collect()
-    })
-}
-
 /// Fills component 0's preset count and PMU names once the library is initialised (a no-op
 /// before, and once filled).
 pub fn fill_component_zero() {
     if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
         return;
     }
-    let _ = library::with(|library| {
+    let _ = library::with_kept(|library, kept| {
         if library.component.pmu_names[0] != 0 || library.component.disabled != 0 {
             return Ok(());
         }
         let (presets, model) = model_facts(&library.chosen);
         library.component.num_preset_events = presets;
-        for (slot, name) in library.component.pmu_names.iter_mut().zip(pmu_names(model)) {
-            *slot = name.as_ptr() as usize;
+        // The PMU names, as C strings that live as long as the process.
+        let names = ["perf", "perf_raw"].into_iter().chain(model.as_deref());
+        for (slot, name) in library.component.pmu_names.iter_mut().zip(names) {
+            *slot = kept.name(name).as_ptr() as usize;
         }
         Ok(())
     });

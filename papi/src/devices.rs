@@ -15,7 +15,6 @@
 
 use std::ffi::CString;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::codes::{EINVAL, ENOSUPP};
 use crate::info::{self, ComponentInfo, HwInfo, set_str};
@@ -36,35 +35,23 @@ pub const COMPONENTS: i32 = CIDX + 1;
 const ENUM_FIRST: i32 = 0;
 
 /// The component's description (PAPI 7.0's words, which `papi_component_avail` prints).
-pub fn component_info() -> &'static ComponentInfo {
-    static INFO: OnceLock<ComponentInfo> = OnceLock::new();
-    static DISABLED: OnceLock<ComponentInfo> = OnceLock::new();
+/// Kept for the process, disabled where `PAPI_disable_component` disabled it; NULL from a
+/// signal handler that interrupted a call holding the library's lock.
+pub fn component_info() -> *const ComponentInfo {
+    let mut info = crate::library::component_info();
+    set_str(&mut info.name, NAME);
+    set_str(&mut info.short_name, NAME);
+    set_str(&mut info.description, "System info detection component");
+    set_str(&mut info.version, "1.0");
+    set_str(&mut info.support_version, "n/a");
+    set_str(&mut info.kernel_version, "n/a");
+    info.cmp_idx = CIDX;
+    info.initialized = 1;
     if crate::library::disabled(CIDX) {
-        return DISABLED.get_or_init(|| {
-            let mut info = *component_info_enabled();
-            info.disabled = 1;
-            set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
-            info
-        });
+        info.disabled = 1;
+        set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
     }
-    INFO.get_or_init(|| *component_info_enabled())
-}
-
-/// The component's description, enabled.
-fn component_info_enabled() -> &'static ComponentInfo {
-    static INFO: OnceLock<ComponentInfo> = OnceLock::new();
-    INFO.get_or_init(|| {
-        let mut info = crate::library::component_info();
-        set_str(&mut info.name, NAME);
-        set_str(&mut info.short_name, NAME);
-        set_str(&mut info.description, "System info detection component");
-        set_str(&mut info.version, "1.0");
-        set_str(&mut info.support_version, "n/a");
-        set_str(&mut info.kernel_version, "n/a");
-        info.cmp_idx = CIDX;
-        info.initialized = 1;
-        info
-    })
+    crate::library::kept_description(info)
 }
 
 /// One cache as the device interface gives it.
@@ -253,29 +240,28 @@ fn brand(cpuid: memory::Cpuid<'_>, highest: u32) -> String {
     text_of(&bytes)
 }
 
-/// Where `PAPI_enum_dev_type` is in its walk (PAPI keeps one walk per process).
-static CURSOR: AtomicUsize = AtomicUsize::new(0);
-
 /// `PAPI_enum_dev_type`: with `PAPI_DEV_TYPE_ENUM__FIRST`, the first type (the walk starts
 /// over); else the next type whose bit `modifier` has, or `PAPI_EINVAL` at the end (the walk
-/// starts over).
+/// starts over). The walk is the process's, as PAPI's ([`crate::library::with_dev_type_cursor`]);
+/// `PAPI_EMISC` from a signal handler that interrupted a call holding the library's lock.
 pub fn enumerate(modifier: i32) -> Result<usize, i32> {
-    if modifier == ENUM_FIRST {
-        CURSOR.store(0, Ordering::SeqCst);
-        return Ok(0);
-    }
     let types = this_machine();
-    let mut at = CURSOR.load(Ordering::SeqCst);
-    while at < types.len() {
-        let found = modifier & (1 << types[at].id) != 0;
-        at += 1;
-        if found {
-            CURSOR.store(at, Ordering::SeqCst);
-            return Ok(at - 1);
+    crate::library::with_dev_type_cursor(|cursor| {
+        if modifier == ENUM_FIRST {
+            *cursor = 0;
+            return Ok(0);
         }
-    }
-    CURSOR.store(0, Ordering::SeqCst);
-    Err(EINVAL)
+        while *cursor < types.len() {
+            let found = modifier & (1 << types[*cursor].id) != 0;
+            *cursor += 1;
+            if found {
+                return Ok(*cursor - 1);
+            }
+        }
+        *cursor = 0;
+        Err(EINVAL)
+    })
+    .unwrap_or(Err(crate::codes::EMISC))
 }
 
 /// `PAPI_get_dev_type_attr` of type `index`.

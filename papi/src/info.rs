@@ -154,6 +154,7 @@ pub use crate::memory::MemoryHierarchy;
 
 /// `PAPI_hw_info_t`.
 #[repr(C)]
+#[derive(Clone)]
 pub struct HwInfo {
     /// CPUs per NUMA node.
     pub ncpu: i32,
@@ -236,43 +237,6 @@ pub fn set_str(field: &mut [u8], text: &str) {
     let n = text.len().min(field.len().saturating_sub(1));
     field[..n].copy_from_slice(&text.as_bytes()[..n]);
     field[n..].fill(0);
-}
-
-/// `info` as a description that lives for the process (a program may keep the pointer
-/// `PAPI_get_component_info` gave after `PAPI_shutdown`, as PAPI's points at a static): one
-/// already kept with the same contents, else `info` kept. An init after each shutdown makes a
-/// component's description again, so the kept ones are as many as the different descriptions,
-/// not as the inits.
-pub fn kept(info: ComponentInfo) -> &'static ComponentInfo {
-    static KEPT: std::sync::Mutex<Vec<&'static ComponentInfo>> = std::sync::Mutex::new(Vec::new());
-    let mut kept = KEPT
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(same) = kept.iter().find(|k| ***k == info) {
-        return same;
-    }
-    let new: &'static ComponentInfo = Box::leak(Box::new(info));
-    kept.push(new);
-    new
-}
-
-/// `name` as a C string that lives for the process (a component's PMU names point at them),
-/// kept once per name.
-pub fn kept_name(name: &str) -> &'static std::ffi::CStr {
-    static KEPT: std::sync::Mutex<Vec<&'static std::ffi::CStr>> = std::sync::Mutex::new(Vec::new());
-    let mut kept = KEPT
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(same) = kept.iter().find(|k| k.to_bytes() == name.as_bytes()) {
-        return same;
-    }
-    let new: &'static std::ffi::CStr = Box::leak(
-        std::ffi::CString::new(name)
-            .unwrap_or_default()
-            .into_boxed_c_str(),
-    );
-    kept.push(new);
-    new
 }
 
 /// The value of `key` in the first processor of a /proc/cpuinfo text.

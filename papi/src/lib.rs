@@ -9,6 +9,7 @@ pub mod description;
 pub mod devices;
 pub mod hl;
 pub mod info;
+pub mod kept;
 pub mod libpfm4;
 pub mod library;
 pub mod memory;

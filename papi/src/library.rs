@@ -12,6 +12,7 @@ use facade::{AnyGroup, Chosen, EventSet, OpenOptions};
 use crate::codes::{EINVAL, ENOEVST, ENOINIT, ESYS, OK};
 use crate::description;
 use crate::info::{self, ComponentInfo, set_str};
+use crate::kept::Kept;
 use crate::names::{self, Native};
 use crate::perf_natives::Placement;
 use crate::powercap_zones::ZoneEvent;
@@ -435,6 +436,10 @@ pub struct Process {
     last_error: i32,
     /// The library, between `PAPI_library_init` and `PAPI_shutdown`.
     library: Option<Library>,
+    /// The descriptions and names whose pointers C holds, for the process.
+    kept: Kept,
+    /// Where `PAPI_enum_dev_type` is in its walk (PAPI keeps one walk per process).
+    pub dev_type_cursor: usize,
 }
 
 impl Process {
@@ -450,6 +455,8 @@ static PROCESS: Mutex<Process> = Mutex::new(Process {
     debug_level: 0,
     last_error: OK,
     library: None,
+    kept: Kept::new(),
+    dev_type_cursor: 0,
 });
 
 thread_local! {
@@ -514,6 +521,18 @@ fn on_process<T>(f: impl FnOnce(&mut Process) -> T) -> Option<T> {
     Some(f(&mut locked))
 }
 
+/// Runs `f` on the store of what the process keeps for C (`None` from a signal handler that
+/// interrupted a call holding the lock).
+pub fn keep<T>(f: impl FnOnce(&mut Kept) -> T) -> Option<T> {
+    on_process(|process| f(&mut process.kept))
+}
+
+/// `PAPI_enum_dev_type`'s walk: runs `f` on where it is (`None` from a signal handler that
+/// interrupted a call holding the lock).
+pub fn with_dev_type_cursor<T>(f: impl FnOnce(&mut usize) -> T) -> Option<T> {
+    on_process(|process| f(&mut process.dev_type_cursor))
+}
+
 /// Runs `f` on the library where it is initialised, keeping no error for `PAPI_perror`
 /// (`None` before initialisation, and from a signal handler that interrupted a call holding
 /// the lock).
@@ -523,6 +542,12 @@ pub fn initialised<T>(f: impl FnOnce(&mut Library) -> T) -> Option<T> {
 
 /// Runs `f` on the library, or returns `PAPI_ENOINIT`.
 pub fn with<T>(f: impl FnOnce(&mut Library) -> Result<T, i32>) -> Result<T, i32> {
+    with_or(ENOINIT, |library, _| f(library))
+}
+
+/// Runs `f` on the library and the store of what the process keeps for C, or returns
+/// `PAPI_ENOINIT`: for the components' initialisation, which keeps their descriptions.
+pub fn with_kept<T>(f: impl FnOnce(&mut Library, &mut Kept) -> Result<T, i32>) -> Result<T, i32> {
     with_or(ENOINIT, f)
 }
 
@@ -533,13 +558,13 @@ pub fn with<T>(f: impl FnOnce(&mut Library) -> Result<T, i32>) -> Result<T, i32>
 /// `PAPI_ENOINIT` (tests/c/side_by_side.c). (PAPI reads handle 0 from its table's first slot
 /// without checking that the table exists, and crashes; ours answers it as any other.)
 pub fn with_handle<T>(f: impl FnOnce(&mut Library) -> Result<T, i32>) -> Result<T, i32> {
-    with_or(ENOEVST, f)
+    with_or(ENOEVST, |library, _| f(library))
 }
 
 /// Runs `f` on the library, or returns `uninitialised`; an error is kept for `PAPI_perror`.
 fn with_or<T>(
     uninitialised: i32,
-    f: impl FnOnce(&mut Library) -> Result<T, i32>,
+    f: impl FnOnce(&mut Library, &mut Kept) -> Result<T, i32>,
 ) -> Result<T, i32> {
     // Dropped after the lock below: an overflow handler that calls the library runs once the
     // lock is free, not on top of the call that holds it.
@@ -549,8 +574,9 @@ fn with_or<T>(
     let Some(mut locked) = lock() else {
         return Err(crate::codes::EMISC);
     };
-    let result = match locked.library.as_mut() {
-        Some(library) => f(library),
+    let process = &mut *locked;
+    let result = match process.library.as_mut() {
+        Some(library) => f(library, &mut process.kept),
         None => Err(uninitialised),
     };
     if let Err(code) = result
@@ -698,18 +724,22 @@ pub fn library_init(version: i32, thread_id: fn() -> std::ffi::c_ulong) -> Resul
 }
 
 /// Component 0's description before initialisation: its name, which tools read to choose
-/// components to disable.
-pub fn component_before_init() -> &'static ComponentInfo {
-    static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
-    BEFORE.get_or_init(|| {
-        let mut info = component_info();
-        // The backend that would be chosen: PAPI's perf_event component where it counts
-        // through the kernel's `perf_event_open`, as its registration says.
-        let first = facade::native_backends().next();
-        let perf_event = first.is_some_and(|r| r.interface == "perf_event_open");
-        description::describe_component(&mut info, first.map_or("none", |r| r.name), perf_event);
-        info
-    })
+/// components to disable (kept for the process; NULL from a signal handler that interrupted a
+/// call holding the lock).
+pub fn component_before_init() -> *const ComponentInfo {
+    let mut info = component_info();
+    // The backend that would be chosen: PAPI's perf_event component where it counts
+    // through the kernel's `perf_event_open`, as its registration says.
+    let first = facade::native_backends().next();
+    let perf_event = first.is_some_and(|r| r.interface == "perf_event_open");
+    description::describe_component(&mut info, first.map_or("none", |r| r.name), perf_event);
+    kept_description(info)
+}
+
+/// `info` kept for the process ([`Kept::description`]); NULL from a signal handler that
+/// interrupted a call holding the lock.
+pub fn kept_description(info: ComponentInfo) -> *const ComponentInfo {
+    keep(|kept| kept.description(info) as *const ComponentInfo).unwrap_or(std::ptr::null())
 }
 
 /// A component's description with every field empty but the defaults of component 0
@@ -785,4 +815,22 @@ pub fn component(cidx: i32) -> *const ComponentInfo {
 /// system cannot say.
 pub fn current_cpu(system: &counterhal_system::System) -> Option<u32> {
     Some(system.thread_self_stat()?.processor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_is_kept_once_by_its_contents() {
+        let mut kept = Kept::new();
+        let first = kept.name("uncore_imc_0");
+        assert!(std::ptr::eq(first, kept.name("uncore_imc_0")));
+        assert!(!std::ptr::eq(first, kept.name("uncore_imc_1")));
+        let mut info = component_info();
+        let one = kept.description(info);
+        assert!(std::ptr::eq(one, kept.description(info)));
+        info.disabled = 1;
+        assert!(!std::ptr::eq(one, kept.description(info)));
+    }
 }

@@ -10,6 +10,7 @@ use counterhal_system::System;
 
 /// `PAPI_mh_tlb_info_t` and `PAPI_mh_cache_info_t` of one level, and the hierarchy.
 #[repr(C)]
+#[derive(Clone)]
 pub struct MemoryHierarchy {
     /// The number of levels.
     pub levels: i32,

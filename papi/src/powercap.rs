@@ -90,8 +90,7 @@ fn description() -> ComponentInfo {
 /// The component's description before initialisation, as PAPI 7.0 lists its compiled-in
 /// components.
 pub fn before_init() -> *const ComponentInfo {
-    static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
-    BEFORE.get_or_init(description)
+    crate::library::kept_description(description())
 }
 
 /// Initialises the component (at `PAPI_library_init`): finds the zones' events, disabled
@@ -105,7 +104,7 @@ pub fn init() {
         }
         _ => Vec::new(),
     };
-    let _ = with(|library| {
+    let _ = crate::library::with_kept(|library, kept| {
         let mut info = description();
         info.initialized = 1;
         let count = events.iter().filter(|e| !e.rapl).count() as i32;
@@ -119,7 +118,7 @@ pub fn init() {
         }
         // Kept for the process: a caller may hold the pointer PAPI_get_component_info gave.
         let powercap = &mut library.components.powercap;
-        powercap.info = Some(crate::info::kept(info));
+        powercap.info = Some(kept.description(info));
         powercap.events = events;
         Ok(())
     });

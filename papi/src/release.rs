@@ -205,8 +205,8 @@ pub fn event_info_7_2(mut base: EventInfo) -> Box<EventInfo72> {
 }
 
 /// The message of `PAPI_PARTIAL` (-28), which 7.2 added.
-pub const PARTIAL_MESSAGE: &str =
-    "Component in use is partially disabled, see utils/papi_component_avail for more information.";
+pub const PARTIAL_MESSAGE: &std::ffi::CStr =
+    c"Component in use is partially disabled, see utils/papi_component_avail for more information.";
 
 #[cfg(test)]
 mod tests {

@@ -74,8 +74,7 @@ pub fn init() {
 /// The component's description before initialisation, as PAPI 7.0 lists its compiled-in
 /// components (`PAPI_get_component_info` before `PAPI_library_init`).
 pub fn before_init() -> *const ComponentInfo {
-    static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
-    BEFORE.get_or_init(component_description)
+    crate::library::kept_description(component_description())
 }
 
 /// The component's description, neither initialised nor disabled.

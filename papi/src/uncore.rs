@@ -336,10 +336,9 @@ fn description() -> ComponentInfo {
 
 /// The component's description: as the last initialisation made it, else as before one.
 pub fn info() -> *const ComponentInfo {
-    static BEFORE: std::sync::OnceLock<ComponentInfo> = std::sync::OnceLock::new();
     let made = crate::library::initialised(|library| library.components.uncore.info).flatten();
     made.map_or_else(
-        || BEFORE.get_or_init(description) as *const ComponentInfo,
+        || crate::library::kept_description(description()),
         |info| info as *const ComponentInfo,
     )
 }
@@ -356,7 +355,7 @@ fn may_count_cpus(system: &System) -> bool {
 /// system forbids CPU-wide counting, or where `PAPI_disable_component` disabled it.
 pub fn init() {
     let by_call = crate::library::disabled(CIDX);
-    let _ = with(|library| {
+    let _ = crate::library::with_kept(|library, kept| {
         let mut info = description();
         info.initialized = 1;
         let events = if by_call { Vec::new() } else { listed(library) };
@@ -366,7 +365,7 @@ pub fn init() {
         if !by_call {
             let present = present_boxes(library);
             for (slot, name) in info.pmu_names.iter_mut().zip(present) {
-                *slot = crate::info::kept_name(&name.libpfm4_name()).as_ptr() as usize;
+                *slot = kept.name(&name.libpfm4_name()).as_ptr() as usize;
             }
         }
         if by_call {
@@ -380,7 +379,7 @@ pub fn init() {
             set_str(&mut info.disabled_reason, NO_UNCORE);
         }
         let uncore = &mut library.components.uncore;
-        uncore.info = Some(crate::info::kept(info));
+        uncore.info = Some(kept.description(info));
         uncore.events = if info.disabled == 0 {
             events
         } else {

@@ -35,7 +35,7 @@ extern "C" fn write_at_exit() {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let fallback = (seconds as u32).wrapping_add(std::process::id());
-    hl::write_output(info::hardware(), fallback);
+    hl::write_output(&info::hardware(), fallback);
 }
 
 /// The library initialised (as PAPI's high-level calls do) and the one-time set-up done.

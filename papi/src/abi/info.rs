@@ -1,34 +1,27 @@
 //! PAPI's timers, system facts, components, messages, threads and the calls this library
 //! answers with `PAPI_ENOSUPP`.
 
-use std::ffi::{CString, c_char, c_int, c_longlong, c_void};
-use std::sync::OnceLock;
+use std::borrow::Cow;
+use std::ffi::{c_char, c_int, c_longlong, c_void};
 use std::sync::atomic::Ordering;
 
 use super::guard;
 use super::{put, text};
 use crate::codes::{self, EINVAL, ENOCMP, ENOEVNT, OK};
 use crate::info::{self, ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
-use crate::release::{self, ComponentInfo72};
+use crate::release;
 use crate::{library, rates, sets};
 
 // The device interface's functions, where the Fortran wrappers call them.
 pub use super::devices::{PAPI_enum_dev_type, PAPI_get_dev_attr, PAPI_get_dev_type_attr};
 
-/// The hardware facts, gathered once.
-pub fn hardware() -> &'static HwInfo {
-    static HW: OnceLock<HwInfo> = OnceLock::new();
-    HW.get_or_init(info::hardware)
-}
-
-fn executable() -> &'static ExeInfo {
-    static EXE: OnceLock<ExeInfo> = OnceLock::new();
-    EXE.get_or_init(info::executable)
-}
-
-fn shared_libraries() -> &'static ShlibInfo {
-    static SHLIB: OnceLock<ShlibInfo> = OnceLock::new();
-    SHLIB.get_or_init(info::shared_libraries)
+/// The hardware facts, kept for the process; gathered afresh (and not kept) from a signal
+/// handler that interrupted a call holding the library's lock.
+pub fn hardware() -> Cow<'static, HwInfo> {
+    match library::keep(|kept| kept.hardware()) {
+        Some(kept) => Cow::Borrowed(kept),
+        None => Cow::Owned(info::hardware()),
+    }
 }
 
 /// `PAPI_get_real_nsec`.
@@ -82,7 +75,10 @@ pub extern "C" fn PAPI_get_hardware_info() -> *const HwInfo {
         if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
             return std::ptr::null();
         }
-        hardware()
+        match hardware() {
+            Cow::Borrowed(kept) => kept,
+            Cow::Owned(_) => std::ptr::null(),
+        }
     })
 }
 
@@ -93,7 +89,7 @@ pub extern "C" fn PAPI_get_executable_info() -> *const ExeInfo {
         if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
             return std::ptr::null();
         }
-        executable()
+        library::keep(|kept| kept.executable() as *const ExeInfo).unwrap_or(std::ptr::null())
     })
 }
 
@@ -104,7 +100,8 @@ pub extern "C" fn PAPI_get_shared_lib_info() -> *const ShlibInfo {
         if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
             return std::ptr::null();
         }
-        shared_libraries()
+        library::keep(|kept| kept.shared_libraries() as *const ShlibInfo)
+            .unwrap_or(std::ptr::null())
     })
 }
 
@@ -168,7 +165,10 @@ pub extern "C" fn PAPI_get_component_info(cidx: c_int) -> *const c_void {
         }
         // SAFETY: non-NULL: a description that lives while the library is initialised (or for
         // the process), read while no call changes it.
-        view_7_2(cidx, unsafe { &*info }).cast()
+        let fresh = release::component_info_7_2(unsafe { &*info });
+        library::keep(|kept| kept.view(cidx, fresh))
+            .unwrap_or(std::ptr::null())
+            .cast()
     })
 }
 
@@ -179,30 +179,6 @@ pub(crate) fn component_info(cidx: c_int) -> *const ComponentInfo {
     }
     crate::components::fill_component_zero();
     component(cidx)
-}
-
-/// A description in PAPI 7.2's layout, where a program keeps the pointer.
-struct View(*mut ComponentInfo72);
-// SAFETY: the pointer is to leaked memory written under the lock of `VIEWS` alone.
-unsafe impl Send for View {}
-
-/// Component `cidx`'s description `info` in PAPI 7.2's layout: one per component, made at the
-/// first call and written again at each (as PAPI's pointer is to the component's own, a
-/// program sees the description as it stands when it asks again).
-fn view_7_2(cidx: c_int, info: &ComponentInfo) -> *const ComponentInfo72 {
-    static VIEWS: std::sync::Mutex<Vec<(c_int, View)>> = std::sync::Mutex::new(Vec::new());
-    let fresh = release::component_info_7_2(info);
-    let mut views = VIEWS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, view)) = views.iter().find(|(c, _)| *c == cidx) {
-        // SAFETY: a leaked, live allocation of the type, written only here, under the lock.
-        unsafe { view.0.write(fresh) };
-        return view.0;
-    }
-    let view = Box::into_raw(Box::new(fresh));
-    views.push((cidx, View(view)));
-    view
 }
 
 /// Component `cidx`'s description, or NULL past the last.
@@ -346,27 +322,17 @@ pub extern "C" fn PAPI_num_hwctrs() -> c_int {
     guard(|| sets::num_counters(0))
 }
 
-fn messages() -> &'static [CString] {
-    static TEXTS: OnceLock<Vec<CString>> = OnceLock::new();
-    TEXTS.get_or_init(|| {
-        codes::MESSAGES
-            .iter()
-            .map(|m| CString::new(*m).unwrap_or_default())
-            .collect()
-    })
-}
-
 /// `PAPI_strerror`: NULL for a code the release the program speaks does not define (7.2
 /// added `PAPI_PARTIAL`, -28).
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_strerror(code: c_int) -> *const c_char {
     guard(|| {
-        static PARTIAL: OnceLock<CString> = OnceLock::new();
+        let messages = &codes::MESSAGES;
         match code.checked_neg().and_then(|i| usize::try_from(i).ok()) {
-            Some(i) if i < messages().len() => messages()[i].as_ptr(),
-            Some(i) if i == messages().len() && super::release().is_7_2() => PARTIAL
-                .get_or_init(|| CString::new(release::PARTIAL_MESSAGE).unwrap_or_default())
-                .as_ptr(),
+            Some(i) if i < messages.len() => messages[i].as_ptr(),
+            Some(i) if i == messages.len() && super::release().is_7_2() => {
+                release::PARTIAL_MESSAGE.as_ptr()
+            }
             _ => std::ptr::null(),
         }
     })
