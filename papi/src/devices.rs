@@ -212,6 +212,8 @@ fn sysfs_caches() -> [CacheAttrs; 4] {
 
 /// This machine's device types, gathered once.
 pub fn this_machine() -> &'static [DevType; 3] {
+    // Static, not in the process's kept store: `DevType` is this room's, and the library's
+    // room below it cannot name it; the facts are the machine's, the same for any init.
     static TYPES: OnceLock<[DevType; 3]> = OnceLock::new();
     TYPES.get_or_init(|| {
         let hw = info::hardware();

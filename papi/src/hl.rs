@@ -72,6 +72,9 @@ struct Global {
     written: bool,
 }
 
+/// The high-level interface's regions and report. Static beside the library's lock: PAPI's
+/// high-level layer keeps its own state, which outlives `PAPI_shutdown` and is written at
+/// exit (`atexit`), when the library may be gone.
 static GLOBAL: Mutex<Global> = Mutex::new(Global {
     initiated: false,
     deactivated: false,
@@ -99,6 +102,8 @@ struct Local {
 }
 
 thread_local! {
+    /// The calling thread's high-level state (its region stack), as PAPI's high-level
+    /// layer keeps one per thread: per-thread, so a thread-local.
     #[allow(clippy::missing_const_for_thread_local)]
     static LOCAL: std::cell::RefCell<Local> = std::cell::RefCell::new(Local::default());
 }

@@ -32,6 +32,8 @@ pub fn core_pmu(model: &counterhal_events::CpuModel) -> Option<&'static str> {
 /// (`AMD64_FAM10H_PLM`); K7 and K8 (`AMD64_K7_PLM`) and Intel's x86 PMUs (`INTEL_X86_PLM`)
 /// do not. Decided once, for the CPU this process runs on.
 pub fn hypervisor_level_filtered() -> bool {
+    // Static: a fact of the CPU this process runs on, decided once by libpfm4 (whose own
+    // state is static), the same for any initialisation.
     static FILTERED: OnceLock<bool> = OnceLock::new();
     *FILTERED.get_or_init(|| {
         let Ok(context) = facade::Context::new(None, None) else {

@@ -356,7 +356,17 @@ pub struct Library {
     /// The calling thread's kernel id, as the C interface reads it (the system call is the
     /// C interface's): a set's `master` is the thread that created it.
     pub thread_id: fn() -> std::ffi::c_ulong,
+    /// The interval of PAPI's multiplexing timer, in nanoseconds, as PAPI 7.0's one
+    /// `itimer_ns` (`PAPI_DEF_MPX_NS`, `PAPI_DEF_ITIMER_NS` and `PAPI_DEF_ITIMER` read it,
+    /// `PAPI_DEF_MPX_NS` sets it; [`ITIMER_NS`] at each initialisation, as PAPI's). The
+    /// backend multiplexes in the kernel, which does not use it; programs read it to pass it
+    /// back (papi_multiplex_cost's `PAPI_MULTIPLEX` with its `ns`).
+    pub itimer_ns: i32,
 }
+
+/// The multiplexing timer's interval at initialisation, in nanoseconds: 10 ms, as Debian's
+/// PAPI 7.0 answers (and before initialisation).
+pub const ITIMER_NS: i32 = 10_000_000;
 
 /// The state of the components the library lists events of itself, set at
 /// `PAPI_library_init` and dropped at `PAPI_shutdown` with the library.
@@ -450,6 +460,8 @@ impl Process {
 }
 
 /// The process's PAPI, behind the one lock every call on the library takes.
+///
+/// Static: the one value C's calls reach, from any thread, before and after initialisation.
 static PROCESS: Mutex<Process> = Mutex::new(Process {
     disabled: 0,
     debug_level: 0,
@@ -462,6 +474,7 @@ static PROCESS: Mutex<Process> = Mutex::new(Process {
 thread_local! {
     /// Whether this thread holds the library's lock: a signal handler that interrupted it
     /// and calls the library is refused rather than wait for the lock forever.
+    /// Per thread, so a thread-local: it is the lock's own state.
     #[allow(clippy::missing_const_for_thread_local)]
     static HOLDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -716,6 +729,7 @@ pub fn library_init(version: i32, thread_id: fn() -> std::ffi::c_ulong) -> Resul
         system: counterhal_system::System::host(),
         components: Components::default(),
         thread_id,
+        itimer_ns: ITIMER_NS,
     });
     // Under the library's lock: no other call chose a release since the check above.
     let _ = crate::release::choose(release);

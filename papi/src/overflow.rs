@@ -27,6 +27,9 @@ pub struct Slot {
 }
 
 /// The slots.
+///
+/// Static beside the lock: the overflow signal's handler reads and writes them, and it may
+/// have interrupted a call that holds the lock.
 pub static TABLE: [Slot; SLOTS] = [const {
     Slot {
         set: AtomicI32::new(-1),
@@ -38,6 +41,7 @@ pub static TABLE: [Slot; SLOTS] = [const {
 /// The profile of each overflow slot: the address of a leaked `Profile` (`PAPI_sprofil`), 0 for none. A
 /// profile replaced or turned off is not freed: a sample may be reading it in a signal
 /// handler (a few bytes per `PAPI_sprofil` call).
+/// Static beside the lock: the overflow signal's handler reads them.
 pub static PROFILES: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
 
 /// One event's overflow, as `PAPI_overflow` set it.

@@ -103,6 +103,8 @@ pub fn bucket(profile: &Profile, pc: usize) -> Option<(Buffer, usize, usize)> {
     (index.checked_mul(width)? < buffer.size as usize).then_some((buffer, index, width))
 }
 
+/// PAPI's generator's state (`random_ushort`), which `PAPI_PROFIL_RANDOM` draws from. Static
+/// beside the lock: drawn in the overflow signal's handler, for every sample.
 static RANDOM_STATE: AtomicU32 = AtomicU32::new(0xdead_beef);
 
 /// PAPI's generator (`random_ushort`).

@@ -52,6 +52,8 @@ struct State {
 }
 
 thread_local! {
+    /// The calling thread's rate state, as PAPI 7.0 keeps one per thread: per-thread, so a
+    /// thread-local.
     #[allow(clippy::missing_const_for_thread_local)]
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
 }

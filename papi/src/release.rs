@@ -126,6 +126,9 @@ pub enum Modifier {
 
 /// The release the first successful `PAPI_library_init` chose: 0 before any, else its index
 /// in [`Release::ALL`] plus one. Set once for the process (`PAPI_shutdown` keeps it).
+///
+/// Static beside the lock: every call of the C interface reads it to choose a layout, a
+/// signal handler's included, and it outlives `PAPI_shutdown`.
 static CHOSEN: AtomicU8 = AtomicU8::new(0);
 
 /// The release a `PAPI_library_init` chose, if any has.

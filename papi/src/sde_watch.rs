@@ -26,6 +26,9 @@ struct Watch {
     running: Option<ThreadId>,
 }
 
+/// The watches of software-defined counters. Static beside the library's lock: libsde calls in
+/// from the counting library's threads, whatever the library's lock is doing (this module's
+/// note).
 static WATCHES: Mutex<Vec<Watch>> = Mutex::new(Vec::new());
 
 fn watches() -> MutexGuard<'static, Vec<Watch>> {

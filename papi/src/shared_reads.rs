@@ -35,6 +35,8 @@ pub struct Slot {
     generation: AtomicU64,
 }
 
+/// Static: the lock-free read table; `PAPI_read` of a started set reads its slot without the
+/// library's lock, a signal handler's included.
 static TABLE: [OnceLock<Box<[Slot]>>; SEGMENTS] = [const { OnceLock::new() }; SEGMENTS];
 
 /// The segment holding `handle` and its index there: segment `k` holds the handles from

@@ -104,6 +104,8 @@ pub(crate) fn release() -> Release {
 /// The release named by the file this library was loaded from, as the dynamic loader
 /// opened it (the SONAME a program asked for, through its link), else 7.0.
 fn loaded_as() -> Release {
+    // Static: fixed by the dynamic loader before any call and read by every call to choose a
+    // layout, the library's lock's callers included, so it cannot sit behind that lock.
     static LOADED: std::sync::OnceLock<Release> = std::sync::OnceLock::new();
     *LOADED.get_or_init(|| {
         // SAFETY: an all-zero Dl_info is valid (NULL pointers).
@@ -127,6 +129,8 @@ fn loaded_as() -> Release {
 pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
     guard(|| {
         // Held over the components' set-up, so that a second caller returns once it is done.
+        // Static and apart from the library's lock: the set-up it covers takes that lock once
+        // per component, so it cannot be held inside it.
         static SETTING_UP: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _setting_up = SETTING_UP
             .lock()

@@ -50,12 +50,6 @@ struct Itimer {
 
 const _: () = assert!(std::mem::size_of::<Itimer>() == 16);
 
-/// The interval of PAPI's multiplexing timer, in nanoseconds, as PAPI 7.0's one `itimer_ns`
-/// (`PAPI_DEF_MPX_NS`, `PAPI_DEF_ITIMER_NS` and `PAPI_DEF_ITIMER` read it, `PAPI_DEF_MPX_NS`
-/// sets it); 10 ms, as Debian's PAPI 7.0 answers. The backend multiplexes in the kernel, which does not use it; programs
-/// read it to pass it back (papi_multiplex_cost's `PAPI_MULTIPLEX` with its `ns`).
-static ITIMER_NS: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(10_000_000);
-
 /// `ITIMER_PROF` and `SIGPROF`: PAPI 7.0's multiplexing timer and its signal on Linux.
 const ITIMER_PROF: c_int = 2;
 
@@ -292,7 +286,7 @@ unsafe fn get_opt(option: c_int, ptr: *mut u8, _cidx: c_int) -> c_int {
 /// # Safety
 /// `ptr` is NULL or points at a `PAPI_option_t`.
 unsafe fn get_interval(option: c_int, ptr: *mut u8) -> c_int {
-    let ns = ITIMER_NS.load(Ordering::SeqCst);
+    let ns = library::initialised(|library| library.itimer_ns).unwrap_or(library::ITIMER_NS);
     let written = if option == DEF_MPX_NS {
         // SAFETY: the caller's union.
         unsafe { member::<Pair>(ptr) }.is_some_and(|mut pair| {
@@ -385,8 +379,8 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
             INHERIT => crate::set_options::set_inherit(pair.first, pair.second != 0),
             // As PAPI 7.0: a negative interval is PAPI_EINVAL (`ns` is the option's second int).
             DEF_MPX_NS | DEF_ITIMER_NS if pair.second < 0 => library::fail(EINVAL),
-            DEF_MPX_NS => super::code(library::with(|_| {
-                ITIMER_NS.store(pair.second, Ordering::SeqCst);
+            DEF_MPX_NS => super::code(library::with(|library| {
+                library.itimer_ns = pair.second;
                 Ok(OK)
             })),
             DEF_ITIMER_NS | DEF_ITIMER => super::code(library::with(|_| Ok(OK))),

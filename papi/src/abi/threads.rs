@@ -10,10 +10,15 @@ use super::put;
 use crate::codes::{self, EINVAL, OK};
 use crate::library;
 
+/// `PAPI_thread_init`'s function, as an address (0 for none). Static beside the lock:
+/// `PAPI_thread_id` calls it from any thread, a signal handler's included, without waiting.
 static ID_FN: AtomicUsize = AtomicUsize::new(0);
 
 /// The threads known, each with its three thread-specific slots (`PAPI_USR1_TLS`,
 /// `PAPI_USR2_TLS`, `PAPI_TLS_HIGH_LEVEL`).
+///
+/// Static beside the library's lock: C's per-thread memory, which PAPI keeps in its thread
+/// records whether or not a set runs; it holds no counter state.
 static THREADS: Mutex<Vec<(c_ulong, [usize; 3])>> = Mutex::new(Vec::new());
 
 /// `PAPI_TLS_ALL_THREADS`.
@@ -231,6 +236,9 @@ pub unsafe extern "C" fn PAPI_get_thr_specific(tag: c_int, ptr: *mut *mut c_void
     })
 }
 
+/// `PAPI_lock`'s and `PAPI_unlock`'s user locks (`PAPI_USR1_LOCK`, `PAPI_USR2_LOCK`). Static,
+/// spin locks apart from the library's: a program takes them from any thread and at any time,
+/// holding them across its own calls on the library.
 static LOCKS: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
 
 /// `PAPI_lock`: user lock 0 or 1.

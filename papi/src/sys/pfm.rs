@@ -79,6 +79,9 @@ unsafe impl Send for Api {}
 
 /// libpfm4, opened and initialised once; `None` where it is not installed or fails to
 /// initialise.
+///
+/// Static: libpfm4 is a process-wide C library, initialised once (its own state is static);
+/// the operating system's floor names nothing of the library above it.
 static LIBPFM: OnceLock<Option<Mutex<Api>>> = OnceLock::new();
 
 fn open() -> Option<Mutex<Api>> {

@@ -41,6 +41,9 @@ pub struct Api {
 }
 
 /// The interface found at the last `PAPI_library_init`.
+///
+/// Static: the operating system's floor names nothing of the library above it, so the
+/// library's value cannot hold it without the interface's table moving up a floor.
 static API: RwLock<Option<Api>> = RwLock::new(None);
 
 /// The address of `name` in the process (the executable and every library loaded

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The overflow signal, set once a sampler has been armed (0 until then): until then no
 /// overflow signal can come, and a call on the library pays no system call for this.
+///
+/// Static beside the lock: read by every call before it takes the lock.
 static ARMED: AtomicI32 = AtomicI32::new(0);
 
 /// Notes that overflow signals may come from now on, as `signal` (the backend's sampling

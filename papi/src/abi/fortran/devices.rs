@@ -28,6 +28,8 @@ use crate::codes::{EINVAL, OK};
 
 /// The device type handle the last `PAPIF_enum_dev_type` received, which the attribute
 /// subroutines read.
+/// Static beside the library: the Fortran wrappers' own memory between two calls, as PAPI's
+/// Fortran layer keeps it in a C static; it holds a pointer the library handed out, no state.
 static DEV_TYPE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 
 /// `PAPI_DEV_TYPE_ATTR__CHAR_NAME` and `PAPI_DEV_TYPE_ATTR__CHAR_STATUS`: a type's strings.
