@@ -1,6 +1,6 @@
 //! The host's facts that metric formulas read as `#` constants (`#smt_on`: fact `smt_on`),
 //! those known here, as one collector writes them (`counterhal_machine_fact`): the recording
-//! rules read them ([`crate::rules`]).
+//! rules read them ([`mod@crate::rules`]).
 
 use counterhal_system::System;
 

@@ -364,7 +364,7 @@ mod linux {
             self.counter.forget_unseen();
         }
 
-        /// The directories followed, in the order of [`Cgroups::per_cpu`]'s index.
+        /// The directories followed, in the order of [`Cgroups::read_into`]'s index.
         pub fn followed(&self) -> impl Iterator<Item = &Path> {
             self.counter.followed()
         }

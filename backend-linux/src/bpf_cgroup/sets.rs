@@ -18,7 +18,7 @@ impl Sets {
     /// The sets of `events` events where `groups` are grouped (a group of one counts alone).
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](counterhal_hal::ErrorKind::InvalidInput) for a group
+    /// [`ErrorKind::InvalidInput`] for a group
     /// naming no event, an index past the events, or an event in two groups.
     pub(super) fn new(events: usize, groups: &[Vec<usize>]) -> Result<Sets> {
         let mut placed = vec![false; events];
