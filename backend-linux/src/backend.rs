@@ -362,7 +362,7 @@ impl LinuxBackend {
             map_errno(
                 failure.errno,
                 Operation::Open(attempt),
-                &self.facts.now(&self.system),
+                &self.facts.now(&self.system, failure.errno),
             )
             .context(&request.name)
         })?;

@@ -145,8 +145,10 @@ fn series(
         let end = family.end(out, start, number);
         family.created(out, format, start..end, created);
     };
-    let earliest = |places: &mut dyn Iterator<Item = &Place>| {
-        places.map(|p| p.created).fold(f64::INFINITY, f64::min)
+    // The text format has no `_created`: not looked for there.
+    let earliest = |places: &mut dyn Iterator<Item = &Place>| match format {
+        Format::OpenMetrics => places.map(|p| p.created).fold(f64::INFINITY, f64::min),
+        Format::Text => 0.0,
     };
     let places = &exporter.places;
     let mut at = 0;
