@@ -431,12 +431,19 @@ fn churn_beside_a_live_cgroup(root: &Path, mode: &str) {
         .trim()
         .parse()
         .expect("the churn's count");
-    // The follower's last look after the last removal.
-    std::thread::sleep(Duration::from_millis(500));
-    let after = served.descriptors();
     let cpus = counterhal::online_cpus().len() as usize;
     // The live cgroup's counters: one event on each CPU, in the perf-event mode.
     let live_costs = if mode == "perf-events" { cpus } else { 0 };
+    // The follower's last look after the last removal (on a busy machine it may come late:
+    // 5 s at most).
+    let waited = std::time::Instant::now();
+    let after = loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let after = served.descriptors();
+        if after <= before + live_costs || waited.elapsed() > Duration::from_secs(5) {
+            break after;
+        }
+    };
     eprintln!(
         "{mode}: {made} cgroups made and removed; descriptors {before} before, {after} after"
     );
