@@ -178,6 +178,7 @@ const KNOWN_TO_FAIL: [(&str, &str); 0] = [];
 /// `<not supported>` (exit 0, as perf 6.1 does for an event that does not count), so stat.sh
 /// runs the test, which fails with nothing counted (docs/command.md says so). On an AMD CPU
 /// neither knows the names, and with a core PMU both count them.
+#[cfg(target_os = "linux")]
 const RUN_WHERE_PERF_SKIPS: [(&str, &str); 1] = [(
     "Topdown event group test",
     "perf 7.2 cannot parse the core PMU's topdown aliases without that PMU; counterhal \

@@ -171,7 +171,7 @@ fn index(exporter: &Exporter) -> Vec<u8> {
     page.into_bytes()
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use counterhal::Reading;
