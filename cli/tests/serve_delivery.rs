@@ -79,20 +79,7 @@ fn a_job_shorter_than_a_scrape_is_counted_whole_by_increase() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let cgroup = parent.path.join("job");
-    std::fs::create_dir(&cgroup).expect("the job's cgroup");
-    let mut work = Command::new("sh")
-        .args(["-c", WORK])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("the job's work");
-    let shell = sleeping_child(work.id(), true);
-    run_in(&cgroup, shell, work.stdin.take().expect("its input"));
-    assert!(work.wait().expect("the work ends").success());
-    let removed = std::time::Instant::now();
-    while std::fs::remove_dir(&cgroup).is_err() && removed.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    run_a_job(&cgroup);
     let label = format!("/{}/job", parent.name);
     let count = cgroup_value(
         &served.scrape(),
@@ -197,21 +184,7 @@ fn a_finished_job_reaches_each_prometheus_back_within_departed_for() {
     ])
     .expect("serve counting the cgroups");
     let cgroup = parent.path.join("job");
-    std::fs::create_dir(&cgroup).expect("the job's cgroup");
-    let mut work = Command::new("sh")
-        .args(["-c", WORK])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("the job's work");
-    let shell = sleeping_child(work.id(), true);
-    run_in(&cgroup, shell, work.stdin.take().expect("its input"));
-    assert!(work.wait().expect("the work ends").success());
-    let removed = std::time::Instant::now();
-    while std::fs::remove_dir(&cgroup).is_err() && removed.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(!cgroup.exists(), "the job's cgroup was not removed");
+    run_a_job(&cgroup);
     std::thread::sleep(Duration::from_secs(12));
     let label = format!("/{}/job", parent.name);
     let series = format!("counterhal_event_total{{cgroup=\"{label}\",event=\"page-faults\"}}");
@@ -329,21 +302,7 @@ fn a_job_shorter_than_a_scrape_is_finished_with_its_whole_count() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let cgroup = scope.join("job_4242");
-    std::fs::create_dir(&cgroup).expect("the job's cgroup");
-    let mut work = Command::new("sh")
-        .args(["-c", WORK])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("the job's work");
-    let shell = sleeping_child(work.id(), true);
-    run_in(&cgroup, shell, work.stdin.take().expect("its input"));
-    assert!(work.wait().expect("the work ends").success());
-    let removed = std::time::Instant::now();
-    while std::fs::remove_dir(&cgroup).is_err() && removed.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(!cgroup.exists(), "the job's cgroup was not removed");
+    run_a_job(&cgroup);
     let label = format!("cgroup=\"/{}/slurmstepd.scope/job_4242\"", parent.name);
     let body = served.scrape();
     let count: f64 = body
@@ -404,4 +363,24 @@ fn a_job_shorter_than_a_scrape_is_finished_with_its_whole_count() {
     drop(served);
     std::fs::remove_dir(&scope).ok();
     drop(parent);
+}
+
+/// A job of about a second in the cgroup `cgroup`, made for it: a task placed there as
+/// a runtime places it ([`WORK`]'s page faults), and the cgroup removed at its end.
+fn run_a_job(cgroup: &std::path::Path) {
+    std::fs::create_dir(cgroup).expect("the job's cgroup");
+    let mut work = Command::new("sh")
+        .args(["-c", WORK])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the job's work");
+    let shell = sleeping_child(work.id(), true);
+    run_in(cgroup, shell, work.stdin.take().expect("its input"));
+    assert!(work.wait().expect("the work ends").success());
+    let removed = std::time::Instant::now();
+    while std::fs::remove_dir(cgroup).is_err() && removed.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!cgroup.exists(), "the job's cgroup was not removed");
 }
