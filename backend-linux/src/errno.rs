@@ -461,8 +461,9 @@ pub fn map_errno(errno: i32, operation: Operation, facts: &SystemFacts) -> Error
         libc::ENOSPC => {
             let hint = match attempt.map(|a| a.class) {
                 Some(EventClass::Breakpoint) => {
-                    "all hardware breakpoint slots are in use (x86 has 4 debug registers per \
-                     task, Arm64 from 2 to 16)"
+                    "all hardware breakpoint slots are in use (x86 has 4 debug registers on \
+                     each CPU, Arm64 from 2 to 16, shared there by the breakpoints of the tasks, \
+                     CPUs and cgroups counted on it)"
                         .to_string()
                 }
                 _ if attempt.is_none() => "the read buffer was too small for the group".to_string(),
