@@ -59,9 +59,9 @@ impl Table for ServeCommand {
         )
         .repeated()
         .says(
-            "Events to count, as stat takes them (default: task-clock, context-switches, \
-            cpu-migrations, page-faults, cycles, instructions; those that do not open here \
-            are reported, not counted)",
+            "Events to count, as stat takes them (default: perf stat's set, as stat's: \
+            task-clock, context-switches, cpu-migrations, page-faults, cycles, instructions, \
+            branches, branch-misses; those that do not open here are reported, not counted)",
         ),
         text(
             Some('M'),

@@ -5,6 +5,20 @@ use counterhal_hal::{
     PerfAttr, SoftwareEvent,
 };
 
+/// The events perf stat counts when none is named (perf 6.1's `add_default_attributes` in
+/// tools/perf/builtin-stat.c; perf 7.2 names the same events through its Default metric
+/// group): what `counterhal stat` and `counterhal serve` count without `-e`.
+pub const STAT_DEFAULT_EVENTS: [&str; 8] = [
+    "task-clock",
+    "context-switches",
+    "cpu-migrations",
+    "page-faults",
+    "cycles",
+    "instructions",
+    "branches",
+    "branch-misses",
+];
+
 /// `PERF_TYPE_HARDWARE`.
 pub const TYPE_HARDWARE: u32 = 0;
 /// `PERF_TYPE_SOFTWARE`.

@@ -68,18 +68,6 @@ pub use per_cgroup::CgroupModeArg;
 /// /etc/services.
 pub const DEFAULT_PORT: u16 = 19110;
 
-/// The events counted when `-e` is not given: software events every Linux counts, and the
-/// CPU's cycles and instructions where a PMU takes them (those that do not open here are
-/// reported by `counterhal_event_open_failed`).
-pub const DEFAULT_EVENTS: [&str; 6] = [
-    "task-clock",
-    "context-switches",
-    "cpu-migrations",
-    "page-faults",
-    "cycles",
-    "instructions",
-];
-
 /// The usage line of `serve`'s errors.
 pub const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
@@ -202,7 +190,10 @@ impl Config {
     /// neither `-e` nor `-M` names any.
     fn event_names(&self) -> Vec<String> {
         if self.events.is_empty() && self.metrics.is_empty() {
-            return DEFAULT_EVENTS.iter().map(|s| s.to_string()).collect();
+            // perf stat's set, as `stat` counts it: those that do not open here are reported
+            // by `counterhal_event_open_failed`.
+            let defaults = counterhal_events::perf::STAT_DEFAULT_EVENTS;
+            return defaults.iter().map(|s| s.to_string()).collect();
         }
         self.events
             .iter()

@@ -6,17 +6,8 @@ use super::tool::is_tool;
 use crate::stat::arguments::StatArgs;
 use crate::stat::arguments::switches::Switches;
 
-/// The events counted when `-e` is not given: perf stat's set.
-const DEFAULT_EVENTS: [&str; 8] = [
-    "task-clock",
-    "context-switches",
-    "cpu-migrations",
-    "page-faults",
-    "cycles",
-    "instructions",
-    "branches",
-    "branch-misses",
-];
+// The events counted when `-e` is not given: perf stat's set, serve's too.
+use counterhal_events::perf::STAT_DEFAULT_EVENTS as DEFAULT_EVENTS;
 
 /// The events `-d` adds to the default set, level by level (`-d`, `-dd`, `-ddd`), as perf
 /// adds them.
