@@ -316,3 +316,63 @@ fn a_task_placed_levels_below_a_new_cgroup_is_counted_whole() {
     }
     drop(slice);
 }
+
+/// Done when: in the perf-event mode, which counts a cgroup from the open of its counters as
+/// `perf stat -G` does, each cgroup says whether a task was already in it (or below it) when
+/// they opened: `counterhal_cgroup_counted_late` 1 for one that held a task before serve
+/// followed it, whose counts then miss what that task did before its `_created`, and 0 for
+/// one made empty and filled afterwards, counted from its first task. The BPF mode, which
+/// counts an adopted cgroup from its first context switch, writes no such family.
+///
+/// Oracle: the kernel's cgroup v2 `cgroup.events` (`populated`), read by this test as the
+/// kernel shows it, and the tasks this test placed itself.
+#[test]
+fn a_cgroup_says_whether_a_task_ran_before_its_counters_opened() {
+    let _alone = crate::common::bpf_alone();
+    let root = crate::unified_or_skip!();
+    let parent = make_parent(&root, "serve-late");
+    let busy = parent.path.join("busy");
+    let empty = parent.path.join("empty");
+    std::fs::create_dir(&busy).expect("a cgroup");
+    std::fs::create_dir(&empty).expect("a cgroup");
+    let mut sleeper = Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("a task to place");
+    std::fs::write(busy.join("cgroup.procs"), sleeper.id().to_string()).expect("placed");
+    let populated = |dir: &std::path::Path| {
+        std::fs::read_to_string(dir.join("cgroup.events"))
+            .unwrap()
+            .lines()
+            .any(|l| l == "populated 1")
+    };
+    assert!(populated(&busy) && !populated(&empty));
+    let pattern = format!("^{}/", parent.name);
+    let args = [
+        "-e",
+        "page-faults",
+        "--cgroups",
+        &pattern,
+        "--cgroup-mode",
+        "perf-events",
+    ];
+    let served = Served::start(&args).expect("serve in the perf-event mode");
+    let body = served.scrape();
+    let late = |cgroup: &std::path::Path| {
+        let label = format!("/{}", cgroup.strip_prefix(&root).unwrap().display());
+        let prefix = format!("counterhal_cgroup_counted_late{{cgroup=\"{label}\"}} ");
+        body.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .map(|v| v.trim().to_string())
+    };
+    let (busy_late, empty_late) = (late(&busy), late(&empty));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(busy_late.as_deref(), Some("1"), "{body}");
+    assert_eq!(empty_late.as_deref(), Some("0"), "{body}");
+    drop(served);
+    drop(sleeper);
+    let bpf = crate::bpf_or_skip!(["-e", "page-faults", "--cgroups", &pattern]);
+    assert!(!bpf.scrape().contains("counterhal_cgroup_counted_late"));
+    drop(parent);
+}

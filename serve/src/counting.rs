@@ -85,6 +85,12 @@ pub struct Place {
     pub topology: CpuTopology,
     /// When it began counting (seconds since the epoch): its series' `_created`.
     pub created: f64,
+    /// In the perf-event mode, for a cgroup's place: whether a task was already in the
+    /// cgroup (or below it) just before its counters opened, so that its counts miss what
+    /// such tasks did before `created` (`counterhal_cgroup_counted_late`); `None` in the
+    /// BPF mode (which counts a cgroup its parent adopts from its first context switch),
+    /// system-wide, or where the cgroup does not say (v1).
+    pub late: Option<bool>,
     source: Source,
     /// Where its cgroup was removed (or no longer matches): when, and whether a scrape has
     /// exported it since.
@@ -650,6 +656,13 @@ impl Exporter {
         if !self.budget.fits(*held, holds + usize::from(costs)) {
             return Err(cpus.len());
         }
+        // Looked at just before the counters open: a task there now ran uncounted until
+        // they do (the perf-event mode counts from the open, as `perf stat -G`).
+        let late = counter
+            .moves_settled()
+            .is_none()
+            .then(|| self.system.cgroup_populated(&directory))
+            .flatten();
         match counter.follow(&directory) {
             Ok(()) => {}
             Err(e) if budget::out_of_descriptors(&e) => return Err(cpus.len()),
@@ -698,6 +711,7 @@ impl Exporter {
                 job: job.clone(),
                 topology,
                 created,
+                late,
                 source: Source::Counter {
                     followed: usize::MAX,
                     cpu: index,
@@ -780,6 +794,7 @@ impl Exporter {
                 job: None,
                 topology: CpuTopology::default(),
                 created: epoch_seconds(SystemTime::now()),
+                late: None,
                 source: Source::Set(Box::new(sets)),
             })
         }
@@ -866,6 +881,7 @@ impl Place {
             job: slurm.job(cgroup),
             topology: CpuTopology::default(),
             created: 0.0,
+            late: None,
             source: Source::Counter {
                 followed: usize::MAX,
                 cpu: cpu as usize,

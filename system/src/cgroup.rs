@@ -55,6 +55,32 @@ impl System {
             .collect()
     }
 
+    /// Whether a task is in the cgroup `dir` or any cgroup below it now: cgroup v2's
+    /// `populated` key of its `cgroup.events` (kernel/cgroup/cgroup.c,
+    /// `cgroup_events_show`); `None` where the directory has no such file (a v1 hierarchy,
+    /// whose `cgroup.procs` lists its own tasks alone) or it cannot be read.
+    pub fn cgroup_populated(&self, dir: &Path) -> Option<bool> {
+        use std::io::Read;
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+        }
+        let file = options.open(dir.join("cgroup.events")).ok()?;
+        // Two short lines (`populated 0`, `frozen 0`): a longer file is no cgroup's.
+        let mut text = String::new();
+        file.take(256).read_to_string(&mut text).ok()?;
+        text.lines()
+            .find_map(|line| line.strip_prefix("populated "))
+            .and_then(|value| match value.trim() {
+                "0" => Some(false),
+                "1" => Some(true),
+                _ => None,
+            })
+    }
+
     /// Whether the cgroup directory `dir` may hold directories: not where its link count is 2
     /// (its `.` and its entry in its parent: each subdirectory's `..` adds one, as the cgroup
     /// file system counts them, kernfs's `kernfs_refresh_inode`, and ext4 and tmpfs do). A
@@ -114,5 +140,49 @@ mod tests {
             assert!(system.open_cgroup(&fifo).is_err());
         }
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Oracle: the kernel's cgroup v2 (Linux 6.x): a cgroup made empty reads unpopulated,
+    /// one a task of this test's was moved into (in a child of it) reads populated, and a
+    /// directory without `cgroup.events` (a v1 hierarchy, any other folder) reads unknown.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_cgroup_is_populated_as_the_kernel_says() {
+        use counterhal_conformance::skip;
+        use counterhal_conformance::skip::Need;
+        let system = System::host();
+        assert_eq!(system.cgroup_populated(&std::env::temp_dir()), None);
+        let Some(mount) = system
+            .mounts()
+            .into_iter()
+            .flatten()
+            .find(|m| m.fs_type == "cgroup2")
+            .map(|m| m.mount_point)
+        else {
+            skip!(Need::System, "no cgroup2 mount here");
+        };
+        let parent = mount.join(format!("counterhal-populated-{}", std::process::id()));
+        if let Err(e) = std::fs::create_dir(&parent) {
+            skip!(
+                Need::Privilege,
+                "cannot make a cgroup in {}: {e}",
+                mount.display()
+            );
+        }
+        let child = parent.join("task");
+        std::fs::create_dir(&child).unwrap();
+        assert_eq!(system.cgroup_populated(&parent), Some(false));
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let moved = std::fs::write(child.join("cgroup.procs"), sleeper.id().to_string());
+        let populated = system.cgroup_populated(&parent);
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        let _ = std::fs::remove_dir(&child);
+        let _ = std::fs::remove_dir(&parent);
+        moved.unwrap();
+        assert_eq!(populated, Some(true));
     }
 }

@@ -89,6 +89,35 @@ impl Exporter {
                 |event, r| leads(event).then(|| seconds(time(r))),
             );
         }
+        counted_late(out, format, exporter);
+    }
+}
+
+/// Whether each cgroup counted in the perf-event mode held a task when its counters opened:
+/// one gauge a cgroup, with its labels, where the mode and the cgroup say (cgroup v2).
+fn counted_late(out: &mut Vec<u8>, format: Format, exporter: &Exporter) {
+    const LATE: Family = Family::new(
+        "counterhal_cgroup_counted_late",
+        Kind::Gauge,
+        "1 where a task was already in the cgroup when its counters opened (perf-event mode): \
+         its counts miss what such tasks did before its _created; 0 where it was empty then.",
+    );
+    let mut headed = false;
+    let mut last: Option<&str> = None;
+    for place in &exporter.places {
+        let (Some(late), Some(cgroup)) = (place.late, place.at.cgroup.as_deref()) else {
+            continue;
+        };
+        // A cgroup's places (one a CPU) follow each other: its first says for all.
+        if last == Some(cgroup) {
+            continue;
+        }
+        last = Some(cgroup);
+        if !headed {
+            LATE.header(out, format);
+            headed = true;
+        }
+        LATE.sample(out, &cgroup_labels(place), Number::Int(u64::from(late)));
     }
 }
 
