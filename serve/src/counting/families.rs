@@ -102,6 +102,14 @@ fn counted_late(out: &mut Vec<u8>, format: Format, exporter: &Exporter) {
         "1 where a task was already in the cgroup when its counters opened (perf-event mode): \
          its counts miss what such tasks did before its _created; 0 where it was empty then.",
     );
+    // Only the perf-event mode says (the BPF mode settles no moves: `None`).
+    if exporter
+        .cgroups
+        .as_ref()
+        .is_none_or(|cgroups| cgroups.moves_settled().is_some())
+    {
+        return;
+    }
     let mut headed = false;
     let mut last: Option<&str> = None;
     for place in &exporter.places {
