@@ -244,9 +244,11 @@ fn a_finished_job_reaches_each_prometheus_back_within_departed_for() {
 /// the shipped rates (counterhal-rules.yml, the only rules before) give the job no rate, or 0.
 /// The job's cgroup is slurmstepd's (`<slice>/slurmstepd.scope/job_4242`, `--slurm-cgroup-slice`
 /// naming the test's cgroup as the slice), so its series carry `slurm_job_id`; serve keeps its
-/// last counts for `--departed-for 15s` after a scrape first reads them, then lets them go,
-/// and the job is finished at the next scrape. No created timestamps are read (the shipped
-/// relabelling drops `_created`): the totals need none.
+/// last counts for `--departed-for` (10m) after a scrape first reads them, with the departed
+/// marker (`counterhal_cgroup_departed_timestamp_seconds`), so the job is finished within a
+/// minute of its end, not 10 minutes later when its series go (before the marker the rule
+/// waited for them: this test then set `--departed-for 15s`). No created timestamps are read
+/// (the shipped relabelling drops `_created`): the totals need none.
 ///
 /// Oracle: Prometheus 3.5 (Debian sid's, the current-releases lab's) and 2.42 (Debian 12's)
 /// scraping the exporter and evaluating the shipped rules; the job's count as the exporter
@@ -274,8 +276,6 @@ fn a_job_shorter_than_a_scrape_is_finished_with_its_whole_count() {
         &pattern,
         "--slurm-cgroup-slice",
         &parent.name,
-        "--departed-for",
-        "15s",
     ])
     .expect("serve counting the cgroups");
     let relabel = &shipped[0]["scrape_configs"][0]["metric_relabel_configs"];

@@ -113,6 +113,9 @@ impl Place {
 struct Departure {
     /// When it departed.
     since: Instant,
+    /// When it departed, in seconds since the epoch
+    /// (`counterhal_cgroup_departed_timestamp_seconds`).
+    at: f64,
     /// When a scrape first exported it.
     seen: Option<Instant>,
 }
@@ -510,7 +513,7 @@ impl Exporter {
             if !read {
                 health.read_failed();
             }
-            let since = Instant::now();
+            let (since, at) = (Instant::now(), epoch_seconds(SystemTime::now()));
             for place in self.places.iter_mut().filter(|place| leaving(place)) {
                 if let Source::Counter { followed, cpu } = place.source
                     && read
@@ -519,7 +522,11 @@ impl Exporter {
                     place.read = true;
                 }
                 place.source = Source::Kept;
-                place.departed = Some(Departure { since, seen: None });
+                place.departed = Some(Departure {
+                    since,
+                    at,
+                    seen: None,
+                });
             }
             if !self.per_cpu {
                 self.sum_departed();

@@ -90,6 +90,36 @@ impl Exporter {
             );
         }
         counted_late(out, format, exporter);
+        departed(out, format, exporter);
+    }
+}
+
+/// When each departed cgroup kept as data was removed: one gauge a cgroup, with its labels,
+/// so that a rule knows a job finished from its first scrape after the end, not when serve
+/// lets its last counts go (`--departed-for` later).
+fn departed(out: &mut Vec<u8>, format: Format, exporter: &Exporter) {
+    const DEPARTED: Family = Family::new(
+        "counterhal_cgroup_departed_timestamp_seconds",
+        Kind::Gauge,
+        "When the cgroup was removed (seconds since the epoch): its series hold its last \
+         counts, kept for --departed-for after a scrape first reads them.",
+    );
+    let mut headed = false;
+    let mut last: Option<&str> = None;
+    for place in &exporter.places {
+        let (Some(departure), Some(cgroup)) = (&place.departed, place.at.cgroup.as_deref()) else {
+            continue;
+        };
+        // A cgroup's places (one a CPU with --per-cpu) follow each other: its first says.
+        if last == Some(cgroup) {
+            continue;
+        }
+        last = Some(cgroup);
+        if !headed {
+            DEPARTED.header(out, format);
+            headed = true;
+        }
+        DEPARTED.sample(out, &cgroup_labels(place), Number::Float(departure.at));
     }
 }
 
