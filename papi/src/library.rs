@@ -362,6 +362,8 @@ pub struct Library {
     /// backend multiplexes in the kernel, which does not use it; programs read it to pass it
     /// back (papi_multiplex_cost's `PAPI_MULTIPLEX` with its `ns`).
     pub itimer_ns: i32,
+    /// libpfm4, opened at the first native event's description that needs its text.
+    pub libpfm: crate::sys::pfm::Libpfm,
 }
 
 /// The multiplexing timer's interval at initialisation, in nanoseconds: 10 ms, as Debian's
@@ -377,6 +379,8 @@ pub struct Components {
     pub uncore: Registered<String>,
     /// `powercap`'s: its zones' events, in PAPI's order.
     pub powercap: Registered<ZoneEvent>,
+    /// `sde`'s: libsde's tools interface, where initialisation found it in the process.
+    pub sde: Option<crate::sys::sde::Api>,
 }
 
 /// One component as initialisation registered it: its description and its events.
@@ -730,6 +734,7 @@ pub fn library_init(version: i32, thread_id: fn() -> std::ffi::c_ulong) -> Resul
         components: Components::default(),
         thread_id,
         itimer_ns: ITIMER_NS,
+        libpfm: crate::sys::pfm::Libpfm::default(),
     });
     // Under the library's lock: no other call chose a release since the check above.
     let _ = crate::release::choose(release);

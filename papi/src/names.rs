@@ -6,6 +6,7 @@ use counterhal_hal::GeneralizedEvent;
 
 use crate::perf_natives::{self, Placement, strip_perf};
 use crate::presets::presets;
+use crate::sys::pfm::Libpfm;
 
 /// The preset bit of an event code.
 pub const PRESET_MASK: u32 = 0x8000_0000;
@@ -213,7 +214,11 @@ pub fn split_unit_mask(name: &str) -> (&str, Option<&str>) {
 /// description and its unit masks (name, description) in the table's order. The shipped
 /// data holds no prose: where the database has none, the descriptions are libpfm4's, read
 /// from the libpfm4 installed here as PAPI 7.0 shows them (`papi/src/sys/pfm.rs`).
-pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(String, String)>)> {
+pub fn model_event(
+    chosen: &facade::Chosen,
+    libpfm: &Libpfm,
+    name: &str,
+) -> Option<(String, Vec<(String, String)>)> {
     let context = chosen.context();
     let model = context
         .model()
@@ -232,7 +237,7 @@ pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(
     let mut description = found.description.clone();
     if description.is_empty()
         && let Some((text, theirs)) = crate::libpfm4::core_pmu(model)
-            .and_then(|pmu| crate::sys::pfm::describe(pmu, &found.name))
+            .and_then(|pmu| crate::sys::pfm::describe(libpfm, pmu, &found.name))
     {
         description = text;
         for (mask, text) in masks.iter_mut().filter(|(_, t)| t.is_empty()) {
@@ -247,11 +252,11 @@ pub fn model_event(chosen: &facade::Chosen, name: &str) -> Option<(String, Vec<(
 /// A native event's description as PAPI's perf_event component gives it: the event's, then
 /// `, masks:` and the unit mask's when one is named (papi_native_avail prints what follows
 /// `masks:` as the unit mask's description).
-pub fn describe(chosen: &facade::Chosen, name: &str) -> String {
+pub fn describe(chosen: &facade::Chosen, libpfm: &Libpfm, name: &str) -> String {
     if let Some((event, after)) = perf_natives::event_of(name) {
         return describe_perf(&event, after);
     }
-    let Some((description, masks)) = model_event(chosen, name) else {
+    let Some((description, masks)) = model_event(chosen, libpfm, name) else {
         return String::new();
     };
     match split_unit_mask(name)

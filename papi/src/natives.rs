@@ -103,7 +103,7 @@ fn register(
     library.natives.push(Native {
         name: name.to_string(),
         backend_name,
-        description: names::describe(&library.chosen, name),
+        description: names::describe(&library.chosen, &library.libpfm, name),
         placement,
         sde: None,
         powercap: None,
@@ -120,7 +120,7 @@ fn next_unit_mask(library: &mut Library, i: usize) -> Result<i32, i32> {
     if let Some(code) = next_perf_qualifier(library, &name) {
         return code;
     }
-    let (_, masks) = names::model_event(&library.chosen, &name).ok_or(ENOEVNT)?;
+    let (_, masks) = names::model_event(&library.chosen, &library.libpfm, &name).ok_or(ENOEVNT)?;
     let (event, current) = names::split_unit_mask(&name);
     let next = match current {
         None => 0,
@@ -368,7 +368,7 @@ pub fn event_info(code: i32) -> Result<Box<EventInfo>, i32> {
                 set_str(&mut info.symbol, &native.name);
                 set_str(&mut info.long_descr, &native.description);
                 if native.sde.is_some() {
-                    crate::sde::describe(native, &mut info);
+                    crate::sde::describe(library.components.sde, native, &mut info);
                 }
                 if native.powercap.is_some() {
                     crate::powercap::describe(&mut info);

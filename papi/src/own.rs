@@ -116,7 +116,7 @@ impl Own {
         set: &mut PapiSet,
     ) -> Result<i32, i32> {
         match self {
-            Own::Sde => sde::start(handle, set),
+            Own::Sde => sde::start(components.sde, handle, set),
             Own::Powercap => powercap::start(&components.powercap.events, set),
         }
     }
@@ -129,7 +129,7 @@ impl Own {
         put: impl FnMut(usize, i64),
     ) -> Result<i32, i32> {
         match self {
-            Own::Sde => sde::read_each(set, put),
+            Own::Sde => sde::read_each(components.sde, set, put),
             Own::Powercap => powercap::read_each(&components.powercap.events, set, put),
         }
     }
@@ -142,7 +142,7 @@ impl Own {
         set: &mut PapiSet,
     ) -> Result<Vec<i64>, i32> {
         match self {
-            Own::Sde => sde::stop(handle, set),
+            Own::Sde => sde::stop(components.sde, handle, set),
             Own::Powercap => powercap::stop(&components.powercap.events, set),
         }
     }
@@ -150,7 +150,7 @@ impl Own {
     /// `PAPI_reset`.
     pub fn reset(self, components: &Components, set: &mut PapiSet) -> Result<i32, i32> {
         match self {
-            Own::Sde => sde::reset(set),
+            Own::Sde => sde::reset(components.sde, set),
             Own::Powercap => powercap::reset(&components.powercap.events, set),
         }
     }

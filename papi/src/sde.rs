@@ -19,7 +19,7 @@ use crate::codes::{ECMP, EINVAL, EISRUN, ENOEVNT, ENOSUPP, ENOTRUN, OK};
 use crate::info::{ComponentInfo, EventInfo, set_str};
 use crate::library::{DOM_USER, GRN_THR, Library, PapiSet, RUNNING, STOPPED, with};
 use crate::names::{self, Code, Native};
-use crate::sys::sde::{Api, api};
+use crate::sys::sde::Api;
 
 /// The component's index here (PAPI 7.0 numbers it after its CPU components: 2 on an x86
 /// machine with an uncore PMU).
@@ -55,15 +55,20 @@ pub fn strip(name: &str) -> Option<&str> {
 /// not found (`PAPI_ECMP`, with PAPI's reason) or `PAPI_disable_component` disabled it.
 pub fn init() {
     let disabled = crate::library::disabled(CIDX);
-    let found = !disabled && crate::sys::sde::load();
+    let api = if disabled {
+        None
+    } else {
+        crate::sys::sde::load()
+    };
     let _ = with(|library| {
+        library.components.sde = api;
         let info = &mut library.sde_component;
         **info = component_description();
         info.initialized = 1;
         if disabled {
             info.disabled = 1;
             set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
-        } else if !found {
+        } else if api.is_none() {
             info.disabled = ECMP;
             set_str(&mut info.disabled_reason, DISABLED_REASON);
         }
@@ -103,15 +108,16 @@ fn component_description() -> ComponentInfo {
 }
 
 /// Ends the component (at `PAPI_shutdown`): libsde's `sde_ti_shutdown`.
+/// (Called outside the library's lock, as libsde takes its own.)
 pub fn shutdown() {
-    if let Some(api) = api() {
+    if let Ok(Some(api)) = with(|library| Ok(library.components.sde)) {
         api.shutdown();
     }
 }
 
 /// libsde's interface, or `err` where the component is disabled.
-fn interface(err: i32) -> Result<Api, i32> {
-    api().ok_or(err)
+fn interface(api: Option<Api>, err: i32) -> Result<Api, i32> {
+    api.ok_or(err)
 }
 
 /// The native code of libsde's counter `id`, added to the table if new.
@@ -134,7 +140,7 @@ fn register(library: &mut Library, api: &Api, id: u32) -> Result<i32, i32> {
 
 /// `PAPI_event_name_to_code` of `sde:::LIBRARY::COUNTER` (`rest` is what follows `sde:::`).
 pub fn code_of(library: &mut Library, rest: &str) -> Result<i32, i32> {
-    let api = interface(ENOEVNT)?;
+    let api = interface(library.components.sde, ENOEVNT)?;
     let name = std::ffi::CString::new(rest).map_err(|_| ENOEVNT)?;
     let id = api.name_to_code(&name)?;
     register(library, &api, id)
@@ -157,10 +163,10 @@ pub fn event_component(code: i32) -> Option<i32> {
 
 /// Fills `info` for native `native`, one of this component's: its description is the one
 /// libsde holds now (`papi_sde_describe_counter` may come after the name was looked up).
-pub fn describe(native: &Native, info: &mut EventInfo) {
+pub fn describe(api: Option<Api>, native: &Native, info: &mut EventInfo) {
     let description = native
         .sde
-        .and_then(|id| api().and_then(|api| api.description(id)));
+        .and_then(|id| api.and_then(|api| api.description(id)));
     set_str(&mut info.long_descr, description.as_deref().unwrap_or(""));
     info.component_index = CIDX;
 }
@@ -171,7 +177,7 @@ pub fn describe(native: &Native, info: &mut EventInfo) {
 /// framework answers so whatever the component said); `PAPI_ENOCMP` where the component is
 /// disabled.
 pub fn enumerate(library: &mut Library, code: i32, modifier: i32) -> Result<i32, i32> {
-    let api = interface(crate::codes::ENOCMP)?;
+    let api = interface(library.components.sde, crate::codes::ENOCMP)?;
     next_event(library, &api, code, modifier).map_err(|_| EINVAL)
 }
 
@@ -202,14 +208,14 @@ pub fn owns(set: &PapiSet) -> bool {
 }
 
 /// `PAPI_start`: each counter's current value becomes its zero.
-pub fn start(handle: i32, set: &mut PapiSet) -> Result<i32, i32> {
+pub fn start(api: Option<Api>, handle: i32, set: &mut PapiSet) -> Result<i32, i32> {
     if set.state & RUNNING != 0 {
         return Err(EISRUN);
     }
     if set.events.is_empty() {
         return Err(EINVAL);
     }
-    let api = interface(ECMP)?;
+    let api = interface(api, ECMP)?;
     reset_all(&api, set)?;
     set.own_values = vec![0; set.events.len()];
     set.state = (set.state & !STOPPED) | RUNNING;
@@ -229,14 +235,18 @@ fn reset_all(api: &Api, set: &PapiSet) -> Result<(), i32> {
 
 /// Each count of `set` handed to `put` with its index: libsde's values while it runs, else
 /// those of its last stop (zeros before its first start), as PAPI keeps them.
-pub fn read_each(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<i32, i32> {
+pub fn read_each(
+    api: Option<Api>,
+    set: &mut PapiSet,
+    mut put: impl FnMut(usize, i64),
+) -> Result<i32, i32> {
     if set.state & RUNNING == 0 {
         for i in 0..set.events.len() {
             put(i, set.own_values.get(i).copied().unwrap_or(0));
         }
         return Ok(OK);
     }
-    let api = interface(ECMP)?;
+    let api = interface(api, ECMP)?;
     for (i, &id) in set.own_counters.iter().enumerate() {
         put(i, api.read(id)?);
     }
@@ -244,12 +254,12 @@ pub fn read_each(set: &mut PapiSet, mut put: impl FnMut(usize, i64)) -> Result<i
 }
 
 /// `PAPI_stop`: the counts, kept for later reads.
-pub fn stop(handle: i32, set: &mut PapiSet) -> Result<Vec<i64>, i32> {
+pub fn stop(api: Option<Api>, handle: i32, set: &mut PapiSet) -> Result<Vec<i64>, i32> {
     if set.state & RUNNING == 0 {
         return Err(ENOTRUN);
     }
     let mut values = vec![0; set.events.len()];
-    read_each(set, |i, v| values[i] = v)?;
+    read_each(api, set, |i, v| values[i] = v)?;
     set.own_values.clone_from(&values);
     set.state = (set.state & !RUNNING) | STOPPED;
     crate::sde_watch::run(handle, false);
@@ -258,23 +268,23 @@ pub fn stop(handle: i32, set: &mut PapiSet) -> Result<Vec<i64>, i32> {
 
 /// `PAPI_reset`: a running set's counters start again from their current values; a stopped
 /// set's kept counts become zeros.
-pub fn reset(set: &mut PapiSet) -> Result<i32, i32> {
+pub fn reset(api: Option<Api>, set: &mut PapiSet) -> Result<i32, i32> {
     if set.state & RUNNING == 0 {
         set.own_values.iter_mut().for_each(|v| *v = 0);
         return Ok(OK);
     }
-    reset_all(&interface(ECMP)?, set)?;
+    reset_all(&interface(api, ECMP)?, set)?;
     Ok(OK)
 }
 
 /// `PAPI_write` on a set of this component: while it runs, each counter a library
 /// registered writable takes its value through libsde (`sde_ti_write_counter`, which refuses
 /// other counters with `PAPI_EINVAL`); a stopped set takes nothing, as PAPI 7.0's.
-pub fn write(set: &PapiSet, values: &[i64]) -> Result<i32, i32> {
+pub fn write(api: Option<Api>, set: &PapiSet, values: &[i64]) -> Result<i32, i32> {
     if set.state & RUNNING == 0 {
         return Ok(OK);
     }
-    let api = interface(ECMP)?;
+    let api = interface(api, ECMP)?;
     for (&id, &value) in set.own_counters.iter().zip(values) {
         let status = api.write(id, value);
         if status != OK {
@@ -290,13 +300,14 @@ pub fn write(set: &PapiSet, values: &[i64]) -> Result<i32, i32> {
 /// a registered counter, which PAPI 7.0 polls with a timer, is `PAPI_ENOSUPP`.
 /// `threshold` 0 turns the overflow off.
 pub fn overflow(
+    api: Option<Api>,
     handle: i32,
     set: &PapiSet,
     index: usize,
     threshold: i32,
     slot: Option<usize>,
 ) -> i32 {
-    let (Some(&id), Ok(api)) = (set.own_counters.get(index), interface(ECMP)) else {
+    let (Some(&id), Ok(api)) = (set.own_counters.get(index), interface(api, ECMP)) else {
         return ECMP;
     };
     let status = api.set_overflow(id, threshold);

@@ -3,7 +3,10 @@
 //! the set opens at `PAPI_start`) and the handler they share, the set's.
 
 use crate::codes::{EINVAL, EISRUN, ENOEVNT, OK};
-use crate::library::{ATTACHED, CPU_ATTACHED, OVERFLOWING, PROFILING, PapiSet, RUNNING, with_set};
+use crate::library::{
+    ATTACHED, CPU_ATTACHED, OVERFLOWING, PROFILING, PapiSet, RUNNING, find_set, with_handle,
+    with_set,
+};
 use counterhal_hal::BackendExt;
 
 /// `PAPI_overflow`: a `threshold` of 0 turns the event's overflow off. `handler` is the C
@@ -15,7 +18,9 @@ pub fn overflow(
     handler: usize,
     callback: facade::OverflowCallback,
 ) -> i32 {
-    with_set(handle, |chosen, set| {
+    with_handle(|library| {
+        let (chosen, sde_api) = (&library.chosen, library.components.sde);
+        let set = find_set(&mut library.sets, handle)?;
         // PAPI 7.0's order (papi.c `PAPI_overflow`): the set, its component, whether it runs,
         // whether it is attached to a thread or a CPU (PAPI_EINVAL), the event, the
         // threshold; then a set with no overflow yet needs a handler and a threshold, and a
@@ -52,7 +57,7 @@ pub fn overflow(
         }
         if threshold == 0 {
             if sde {
-                crate::sde::overflow(handle, set, index, 0, None);
+                crate::sde::overflow(sde_api, handle, set, index, 0, None);
             }
             if set.overflows.is_empty() {
                 set.state &= !OVERFLOWING;
@@ -66,7 +71,7 @@ pub fn overflow(
         let slot = crate::overflow::take_slot(handle, handler, 1i64 << index.min(62))
             .ok_or(crate::codes::ECOUNT)?;
         if sde {
-            let status = crate::sde::overflow(handle, set, index, threshold, Some(slot));
+            let status = crate::sde::overflow(sde_api, handle, set, index, threshold, Some(slot));
             if status != OK {
                 crate::overflow::free_slot(slot);
                 return Err(status);

@@ -580,7 +580,10 @@ pub fn write_count(handle: i32) -> Result<usize, i32> {
 
 /// `PAPI_write` on a set [`write_count`] accepted, with its values.
 pub fn write(handle: i32, values: &[i64]) -> i32 {
-    with_set(handle, |_, set| crate::sde::write(set, values)).unwrap_or_else(|e| e)
+    with_set_beside(handle, |components, set| {
+        crate::sde::write(components.sde, set, values)
+    })
+    .unwrap_or_else(|e| e)
 }
 
 /// `PAPI_num_events`.

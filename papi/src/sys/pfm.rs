@@ -5,8 +5,9 @@
 //! Debian's PAPI depends on), its tables are.
 //!
 //! libpfm4 is opened with `dlopen` on first need, never linked: without it the descriptions
-//! are empty, as before. Its calls go through one lock (`pfm_initialize` and the lookups share
-//! libpfm4's global tables).
+//! are empty, as before. The library above holds the opened interface ([`Libpfm`]) behind its
+//! own lock, which serialises the calls (`pfm_initialize` and the lookups share libpfm4's
+//! global tables).
 //!
 //! # Safety
 //! The functions are called through pointers `dlsym` gave for their names, with the C
@@ -16,8 +17,8 @@
 //! installed header). The strings libpfm4 returns live in its static tables and are copied at
 //! once.
 
+use std::cell::OnceCell;
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
-use std::sync::{Mutex, OnceLock};
 
 /// libpfm4's `pfm_event_info_t`.
 #[repr(C)]
@@ -74,17 +75,17 @@ struct Api {
 }
 
 // SAFETY: plain function pointers into a library that stays loaded; calls are serialised
-// by `LIBPFM`'s lock.
+// by the lock of the value that holds the [`Libpfm`] (the library's).
 unsafe impl Send for Api {}
 
-/// libpfm4, opened and initialised once; `None` where it is not installed or fails to
-/// initialise.
-///
-/// Static: libpfm4 is a process-wide C library, initialised once (its own state is static);
-/// the operating system's floor names nothing of the library above it.
-static LIBPFM: OnceLock<Option<Mutex<Api>>> = OnceLock::new();
+/// libpfm4 as the library found it: opened and initialised at the first description asked
+/// for, then kept (`None` where it is not installed or fails to initialise). Its holder
+/// serialises the calls. (A later holder opens the same: the handle is never closed, and
+/// `pfm_initialize` returns its first answer again.)
+#[derive(Default)]
+pub struct Libpfm(OnceCell<Option<Api>>);
 
-fn open() -> Option<Mutex<Api>> {
+fn open() -> Option<Api> {
     // SAFETY: a C string; the handle is kept for the life of the process (never closed).
     let handle =
         unsafe { libc::dlopen(c"libpfm.so.4".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
@@ -109,7 +110,7 @@ fn open() -> Option<Mutex<Api>> {
         }};
     }
     let initialize = as_fn!(initialize, Initialize);
-    // SAFETY: libpfm4's initialisation, called once (under `LIBPFM`'s once-cell).
+    // SAFETY: libpfm4's initialisation (it returns its first answer to any later call).
     if unsafe { initialize() } != SUCCESS {
         return None;
     }
@@ -118,7 +119,7 @@ fn open() -> Option<Mutex<Api>> {
         event_info: as_fn!(event_info, GetEventInfo),
         attr_info: as_fn!(attr_info, GetAttrInfo),
     };
-    Some(Mutex::new(api))
+    Some(api)
 }
 
 /// A C string of libpfm4's, copied; empty for NULL.
@@ -135,9 +136,12 @@ fn copied(text: *const c_char) -> String {
 /// libpfm4's description of event `event` of its PMU `pmu` (`icl`, `BR_INST_RETIRED`) and of
 /// each of its unit masks (name, description), where the installed libpfm4 has the PMU active
 /// here and the event; `None` otherwise.
-pub fn describe(pmu: &str, event: &str) -> Option<(String, Vec<(String, String)>)> {
-    let api = LIBPFM.get_or_init(open).as_ref()?;
-    let api = api.lock().unwrap_or_else(|e| e.into_inner());
+pub fn describe(
+    libpfm: &Libpfm,
+    pmu: &str,
+    event: &str,
+) -> Option<(String, Vec<(String, String)>)> {
+    let api = libpfm.0.get_or_init(open).as_ref()?;
     let name = CString::new(format!("{pmu}::{event}")).ok()?;
     // SAFETY: an initialised libpfm4 and a C string.
     let idx = unsafe { (api.find_event)(name.as_ptr()) };
@@ -233,7 +237,8 @@ mod tests {
     /// texts themselves are compared with libpfm4's own in `tests/unit_masks.rs`).
     #[test]
     fn a_missing_pmu_or_event_has_no_description() {
-        assert_eq!(super::describe("no_such_pmu", "CYCLES"), None);
-        assert_eq!(super::describe("perf", "NO_SUCH_EVENT"), None);
+        let libpfm = super::Libpfm::default();
+        assert_eq!(super::describe(&libpfm, "no_such_pmu", "CYCLES"), None);
+        assert_eq!(super::describe(&libpfm, "perf", "NO_SUCH_EVENT"), None);
     }
 }

@@ -16,7 +16,6 @@
 //! the C signatures of PAPI 7.0's `sde_lib_ti.h`; the strings they return are copied at once.
 
 use std::ffi::{CStr, c_char, c_int, c_longlong, c_void};
-use std::sync::RwLock;
 
 type ReadCounter = unsafe extern "C" fn(u32, *mut c_longlong) -> c_int;
 type WriteCounter = unsafe extern "C" fn(u32, c_longlong) -> c_int;
@@ -40,12 +39,6 @@ pub struct Api {
     shutdown: Count,
 }
 
-/// The interface found at the last `PAPI_library_init`.
-///
-/// Static: the operating system's floor names nothing of the library above it, so the
-/// library's value cannot hold it without the interface's table moving up a floor.
-static API: RwLock<Option<Api>> = RwLock::new(None);
-
 /// The address of `name` in the process (the executable and every library loaded
 /// globally), as `dlsym` on `dlopen(NULL)` finds it; `None` where no object defines it.
 fn lookup(name: &CStr) -> Option<*mut c_void> {
@@ -55,9 +48,9 @@ fn lookup(name: &CStr) -> Option<*mut c_void> {
 }
 
 /// Looks libsde's interface up in the process (at `PAPI_library_init`, as PAPI's component
-/// does): whether every one of its functions was found. Until it is, the component is
-/// disabled ("libsde API not found").
-pub fn load() -> bool {
+/// does): `None` unless every one of its functions was found (the component is then
+/// disabled, "libsde API not found"). The library keeps what it found with its components.
+pub fn load() -> Option<Api> {
     /// Each pointer as the function type of its name.
     macro_rules! find {
         ($name:literal, $type:ty) => {{
@@ -67,7 +60,7 @@ pub fn load() -> bool {
             unsafe { std::mem::transmute::<*mut c_void, $type>(address) }
         }};
     }
-    let api = (|| {
+    (|| {
         // Needed by PAPI 7.0's timer that polls registered counters, which ours does not
         // have; looked up all the same, as PAPI enables the component only with all eleven.
         let _: OfCounter = find!(c"sde_ti_is_simple_counter", OfCounter);
@@ -83,15 +76,7 @@ pub fn load() -> bool {
             num_reg_events: find!(c"sde_ti_get_num_reg_events", Count),
             shutdown: find!(c"sde_ti_shutdown", Count),
         })
-    })();
-    let found = api.is_some();
-    *API.write().unwrap_or_else(|e| e.into_inner()) = api;
-    found
-}
-
-/// libsde's interface, when the last initialisation found it.
-pub fn api() -> Option<Api> {
-    *API.read().unwrap_or_else(|e| e.into_inner())
+    })()
 }
 
 /// A C string libsde owns, copied (`None` for NULL).
