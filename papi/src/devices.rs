@@ -13,13 +13,9 @@
 //! leaves the caller's variable unwritten); an unknown handle, or a device a type does not
 //! have, is `PAPI_EINVAL` (PAPI 7.0 reads past its arrays).
 
-use std::ffi::CString;
-use std::sync::OnceLock;
-
-use crate::codes::{EINVAL, ENOSUPP};
-use crate::info::{self, ComponentInfo, HwInfo, set_str};
-use crate::memory::{self, DATA, INST, UNIFIED};
-use crate::topology::Topology;
+use crate::codes::{EINVAL, EMISC, ENOSUPP};
+use crate::device_types::DevType;
+use crate::info::{ComponentInfo, set_str};
 
 /// The component's name.
 pub const NAME: &str = "sysdetect";
@@ -54,57 +50,11 @@ pub fn component_info() -> *const ComponentInfo {
     crate::library::kept_description(info)
 }
 
-/// One cache as the device interface gives it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheAttrs {
-    /// Size in bytes.
-    pub size: u32,
-    /// Line size in bytes.
-    pub line_size: u32,
-    /// Lines.
-    pub lines: u32,
-    /// Ways (PAPI's associativity, `-1` read as unsigned where the CPU does not say).
-    pub associativity: u32,
-}
-
-/// The CPU device.
-#[derive(Debug)]
-pub struct CpuDevice {
-    /// Its name (CPUID's brand string on x86, else /proc/cpuinfo's model).
-    pub name: CString,
-    /// CPUID family, model, stepping.
-    pub version: [u32; 3],
-    /// Sockets.
-    pub sockets: u32,
-    /// NUMA nodes.
-    pub numas: u32,
-    /// Cores per socket.
-    pub cores: u32,
-    /// Hardware threads per core.
-    pub threads: u32,
-    /// L1 instruction, L1 data, L2 unified, L3 unified.
-    pub caches: [CacheAttrs; 4],
-    /// Each node's memory in MB.
-    pub numa_memory_mb: Vec<u32>,
-    /// Each hardware thread's node.
-    pub affinity: Vec<u32>,
-}
-
-/// One device type.
-#[derive(Debug)]
-pub struct DevType {
-    /// `PAPI_DEV_TYPE_ID__*`.
-    pub id: i32,
-    /// The vendor's code (`PAPI_VENDOR_*` for CPUs, 0 for GPUs).
-    pub vendor_id: i32,
-    /// The vendor's name.
-    pub vendor: CString,
-    /// Devices of this type.
-    pub count: i32,
-    /// Its status line.
-    pub status: CString,
-    /// The CPU, for the CPU type.
-    pub cpu: Option<CpuDevice>,
+/// This machine's device types ([`crate::device_types`]), kept for the process (C holds
+/// pointers to them); `PAPI_EMISC` from a signal handler that interrupted a call holding the
+/// library's lock.
+pub fn this_machine() -> Result<&'static [DevType; 3], i32> {
+    crate::library::keep(|kept| kept.device_types()).ok_or(EMISC)
 }
 
 /// An attribute's value, in the type its name says.
@@ -120,134 +70,12 @@ pub enum Value {
     Text(&'static std::ffi::CStr),
 }
 
-fn c_string(text: &str) -> CString {
-    CString::new(text.replace('\0', "")).unwrap_or_default()
-}
-
-fn text_of(field: &[u8]) -> String {
-    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
-    String::from_utf8_lossy(&field[..end]).into_owned()
-}
-
-/// The device types of a machine with hardware facts `hw`, topology `topology`, the CPU's
-/// name `cpu_name` and its caches.
-pub fn device_types(
-    hw: &HwInfo,
-    topology: &Topology,
-    cpu_name: &str,
-    caches: [CacheAttrs; 4],
-) -> [DevType; 3] {
-    let per_node = |kib: &u64| (kib >> 10) as u32;
-    let cpu = CpuDevice {
-        name: c_string(cpu_name),
-        version: [hw.cpuid_family, hw.cpuid_model, hw.cpuid_stepping].map(|v| v as u32),
-        sockets: topology.sockets as u32,
-        numas: topology.nodes as u32,
-        cores: topology.cores as u32,
-        threads: topology.threads as u32,
-        caches,
-        numa_memory_mb: topology.node_memory_kib.iter().map(per_node).collect(),
-        affinity: topology.cpu_node.iter().map(|&n| n as u32).collect(),
-    };
-    let gpu = |id: i32, vendor: &str, status: &str| DevType {
-        id,
-        vendor_id: 0,
-        vendor: c_string(vendor),
-        count: 0,
-        status: c_string(status),
-        cpu: None,
-    };
-    [
-        DevType {
-            id: 0,
-            vendor_id: hw.vendor,
-            vendor: c_string(&text_of(&hw.vendor_string)),
-            count: 1,
-            status: c_string("Device Initialized"),
-            cpu: Some(cpu),
-        },
-        gpu(1, "NVIDIA", "CUDA not configured, no CUDA device available"),
-        gpu(
-            2,
-            "AMD/ATI",
-            "ROCm not configured, no ROCm device available",
-        ),
-    ]
-}
-
-/// The caches the device interface gives from a memory hierarchy.
-pub fn caches_of(mh: &info::MemoryHierarchy) -> [CacheAttrs; 4] {
-    [(1, INST), (1, DATA), (2, UNIFIED), (3, UNIFIED)].map(|(level, kind)| {
-        mh.find_cache(level, kind)
-            .map_or(CacheAttrs::default(), |c| CacheAttrs {
-                size: c.size as u32,
-                line_size: c.line_size as u32,
-                lines: c.lines as u32,
-                associativity: c.associativity as u32,
-            })
-    })
-}
-
-/// The caches as PAPI 7.0's sysdetect reads them from sysfs where there is no CPUID (its
-/// `linux_cpu_utils.c`): lines are sets times ways times partitions.
-fn sysfs_caches() -> [CacheAttrs; 4] {
-    let all = memory::sysfs_caches(&counterhal_system::System::host(), 0);
-    [
-        (1, "Instruction"),
-        (1, "Data"),
-        (2, "Unified"),
-        (3, "Unified"),
-    ]
-    .map(|(level, kind)| {
-        all.iter()
-            .find(|c| c.level == level && c.kind == kind)
-            .map_or(CacheAttrs::default(), |c| CacheAttrs {
-                size: (c.size_kib * 1024) as u32,
-                line_size: c.line_size as u32,
-                lines: (c.sets * c.ways * c.partitions.max(1)) as u32,
-                associativity: c.ways as u32,
-            })
-    })
-}
-
-/// This machine's device types, gathered once.
-pub fn this_machine() -> &'static [DevType; 3] {
-    // Static, not in the process's kept store: `DevType` is this room's, and the library's
-    // room below it cannot name it; the facts are the machine's, the same for any init.
-    static TYPES: OnceLock<[DevType; 3]> = OnceLock::new();
-    TYPES.get_or_init(|| {
-        let hw = info::hardware();
-        let topology = crate::topology::this_machine();
-        let (name, caches) = match crate::memory::instruction(0x8000_0000, 0) {
-            Some([highest, ..]) => {
-                let cpuid = |l, s| crate::memory::instruction(l, s).unwrap_or_default();
-                (brand(&cpuid, highest), caches_of(&hw.mem_hierarchy))
-            }
-            None => (text_of(&hw.model_string), sysfs_caches()),
-        };
-        device_types(&hw, &topology, &name, caches)
-    })
-}
-
-/// CPUID's brand string (leaves 0x80000002 to 0x80000004), as PAPI copies it; `highest` is
-/// the highest extended leaf.
-fn brand(cpuid: memory::Cpuid<'_>, highest: u32) -> String {
-    if highest < 0x8000_0004 {
-        return text_of(&info::hardware().model_string);
-    }
-    let bytes: Vec<u8> = (0x8000_0002..=0x8000_0004)
-        .flat_map(|leaf| cpuid(leaf, 0))
-        .flat_map(u32::to_le_bytes)
-        .collect();
-    text_of(&bytes)
-}
-
 /// `PAPI_enum_dev_type`: with `PAPI_DEV_TYPE_ENUM__FIRST`, the first type (the walk starts
 /// over); else the next type whose bit `modifier` has, or `PAPI_EINVAL` at the end (the walk
 /// starts over). The walk is the process's, as PAPI's ([`crate::library::with_dev_type_cursor`]);
 /// `PAPI_EMISC` from a signal handler that interrupted a call holding the library's lock.
 pub fn enumerate(modifier: i32) -> Result<usize, i32> {
-    let types = this_machine();
+    let types = this_machine()?;
     crate::library::with_dev_type_cursor(|cursor| {
         if modifier == ENUM_FIRST {
             *cursor = 0;
@@ -263,12 +91,12 @@ pub fn enumerate(modifier: i32) -> Result<usize, i32> {
         *cursor = 0;
         Err(EINVAL)
     })
-    .unwrap_or(Err(crate::codes::EMISC))
+    .unwrap_or(Err(EMISC))
 }
 
 /// `PAPI_get_dev_type_attr` of type `index`.
 pub fn type_attr(index: usize, attr: i32) -> Result<Value, i32> {
-    let t = this_machine().get(index).ok_or(EINVAL)?;
+    let t = this_machine()?.get(index).ok_or(EINVAL)?;
     Ok(match attr {
         0 => Value::Int(t.id),
         1 => Value::Int(t.vendor_id),
@@ -283,7 +111,7 @@ pub fn type_attr(index: usize, attr: i32) -> Result<Value, i32> {
 /// 26 take a hardware thread or a node as `id`) or `PAPI_EINVAL` for a type without devices;
 /// `PAPI_ENOSUPP` for an attribute PAPI does not define.
 pub fn dev_attr(index: usize, id: i32, attr: i32) -> Result<Value, i32> {
-    let t = this_machine().get(index).ok_or(EINVAL)?;
+    let t = this_machine()?.get(index).ok_or(EINVAL)?;
     if !(0..=63).contains(&attr) {
         return Err(ENOSUPP);
     }

@@ -5,6 +5,7 @@
 
 use std::ffi::CStr;
 
+use crate::device_types::DevType;
 use crate::info::{ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
 use crate::release::ComponentInfo72;
 
@@ -25,6 +26,8 @@ pub struct Kept {
     /// The descriptions in PAPI 7.2's layout, one per component index, written again at each
     /// call (PAPI's pointer is to the component's own: a program sees it as it stands).
     views: Vec<(i32, &'static mut ComponentInfo72)>,
+    /// This machine's device types, whose addresses are the device interface's handles.
+    device_types: Option<&'static [DevType; 3]>,
 }
 
 impl Kept {
@@ -37,6 +40,7 @@ impl Kept {
             executable: None,
             shared_libraries: None,
             views: Vec::new(),
+            device_types: None,
         }
     }
 
@@ -44,6 +48,12 @@ impl Kept {
     pub fn hardware(&mut self) -> &'static HwInfo {
         self.hardware
             .get_or_insert_with(|| Box::leak(Box::new(crate::info::hardware())))
+    }
+
+    /// This machine's device types ([`crate::device_types::this_machine`]), gathered once.
+    pub fn device_types(&mut self) -> &'static [DevType; 3] {
+        self.device_types
+            .get_or_insert_with(|| Box::leak(Box::new(crate::device_types::this_machine())))
     }
 
     /// The executable's facts ([`crate::info::executable`]), gathered once.

@@ -6,6 +6,7 @@ pub mod abi;
 pub mod codes;
 pub mod components;
 pub mod description;
+pub mod device_types;
 pub mod devices;
 pub mod hl;
 pub mod info;

@@ -454,6 +454,9 @@ pub struct Process {
     kept: Kept,
     /// Where `PAPI_enum_dev_type` is in its walk (PAPI keeps one walk per process).
     pub dev_type_cursor: usize,
+    /// The address of the device type the last `PAPIF_enum_dev_type` reached, which the
+    /// Fortran attribute subroutines read (PAPI's Fortran wrappers keep one per process).
+    pub fortran_dev_type: usize,
 }
 
 impl Process {
@@ -473,6 +476,7 @@ static PROCESS: Mutex<Process> = Mutex::new(Process {
     library: None,
     kept: Kept::new(),
     dev_type_cursor: 0,
+    fortran_dev_type: 0,
 });
 
 thread_local! {
@@ -548,6 +552,12 @@ pub fn keep<T>(f: impl FnOnce(&mut Kept) -> T) -> Option<T> {
 /// interrupted a call holding the lock).
 pub fn with_dev_type_cursor<T>(f: impl FnOnce(&mut usize) -> T) -> Option<T> {
     on_process(|process| f(&mut process.dev_type_cursor))
+}
+
+/// The device type the Fortran wrappers keep: runs `f` on its address (`None` from a signal
+/// handler that interrupted a call holding the lock).
+pub fn with_fortran_dev_type<T>(f: impl FnOnce(&mut usize) -> T) -> Option<T> {
+    on_process(|process| f(&mut process.fortran_dev_type))
 }
 
 /// Runs `f` on the library where it is initialised, keeping no error for `PAPI_perror`

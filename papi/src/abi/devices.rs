@@ -6,13 +6,15 @@ use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 
 use super::guard;
 use crate::codes::{EINVAL, OK};
+use crate::device_types::DevType;
 use crate::devices::{self, Value};
 
 /// The index of the device type `handle` points at, if it is one of ours.
 fn type_index(handle: *mut c_void) -> Option<usize> {
     devices::this_machine()
+        .ok()?
         .iter()
-        .position(|t| std::ptr::eq(t as *const devices::DevType as *const c_void, handle))
+        .position(|t| std::ptr::eq(t as *const DevType as *const c_void, handle))
 }
 
 /// Writes `value` through `out` in its C type.
@@ -48,11 +50,10 @@ pub unsafe extern "C" fn PAPI_enum_dev_type(modifier: c_int, handle: *mut *mut c
         if handle.is_null() {
             return EINVAL;
         }
-        let (found, code) = match devices::enumerate(modifier) {
-            Ok(i) => {
-                let t: *const devices::DevType = &devices::this_machine()[i];
-                (t as *mut c_void, OK)
-            }
+        let found = devices::enumerate(modifier)
+            .and_then(|i| Ok(&devices::this_machine()?[i] as *const DevType as *mut c_void));
+        let (found, code) = match found {
+            Ok(t) => (t, OK),
             Err(e) => (std::ptr::null_mut(), e),
         };
         // SAFETY: checked non-NULL; the caller's pointer variable.

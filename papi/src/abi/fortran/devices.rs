@@ -20,17 +20,18 @@
 //! types' `UID`s) is cut to the `INTEGER`'s 32 bits (PAPI 7.0 writes 64 bits into it).
 
 use std::ffi::{CStr, c_char, c_int, c_ulong, c_void};
-use std::sync::atomic::{AtomicPtr, Ordering};
 
 use super::{By, f_string};
 use crate::abi::info as c_info;
 use crate::codes::{EINVAL, OK};
+use crate::library;
 
 /// The device type handle the last `PAPIF_enum_dev_type` received, which the attribute
-/// subroutines read.
-/// Static beside the library: the Fortran wrappers' own memory between two calls, as PAPI's
-/// Fortran layer keeps it in a C static; it holds a pointer the library handed out, no state.
-static DEV_TYPE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// subroutines read: kept by the process's PAPI ([`library::with_fortran_dev_type`]), NULL
+/// before any (and from a signal handler that interrupted a call holding the library's lock).
+fn kept_dev_type() -> *mut c_void {
+    library::with_fortran_dev_type(|kept| *kept).unwrap_or(0) as *mut c_void
+}
 
 /// `PAPI_DEV_TYPE_ATTR__CHAR_NAME` and `PAPI_DEV_TYPE_ATTR__CHAR_STATUS`: a type's strings.
 const TYPE_STRINGS: [c_int; 2] = [2, 4];
@@ -103,7 +104,7 @@ fortran! {
         let mut handle: *mut c_void = std::ptr::null_mut();
         // SAFETY: a local handle.
         check.set(unsafe { c_info::PAPI_enum_dev_type(modifier.get(), &raw mut handle) });
-        DEV_TYPE.store(handle, Ordering::SeqCst);
+        library::with_fortran_dev_type(|kept| *kept = handle as usize);
         handle_index.set(0);
     }
     /// `PAPIF_get_dev_type_attr(handle_index, attribute, value, string, check)`: an attribute
@@ -111,7 +112,7 @@ fortran! {
     [papif_get_dev_type_attr, papif_get_dev_type_attr_, papif_get_dev_type_attr__, PAPIF_GET_DEV_TYPE_ATTR]
     (handle_index: By<c_int>, attribute: By<c_int>, value: By<c_int>,
      string: *mut c_char, check: By<c_int>, string_len: usize) {
-        let handle = DEV_TYPE.load(Ordering::SeqCst);
+        let handle = kept_dev_type();
         let attribute = attribute.get();
         // SAFETY: the handle the C function gave (or NULL, which it refuses); `out` is a
         // local of the attribute's C type (see `string_answer` and `number_answer`).
@@ -133,7 +134,7 @@ fortran! {
     [papif_get_dev_attr, papif_get_dev_attr_, papif_get_dev_attr__, PAPIF_GET_DEV_ATTR]
     (handle_index: By<c_int>, id: By<c_int>, attribute: By<c_int>, value: By<c_int>,
      string: *mut c_char, check: By<c_int>, string_len: usize) {
-        let handle = DEV_TYPE.load(Ordering::SeqCst);
+        let handle = kept_dev_type();
         let (id, attribute) = (id.get(), attribute.get());
         // SAFETY: as in `papif_get_dev_type_attr`.
         let query = |out| unsafe { c_info::PAPI_get_dev_attr(handle, id, attribute, out) };
