@@ -457,7 +457,14 @@ pub struct Process {
     /// The address of the device type the last `PAPIF_enum_dev_type` reached, which the
     /// Fortran attribute subroutines read (PAPI's Fortran wrappers keep one per process).
     pub fortran_dev_type: usize,
+    /// The threads PAPI knows (the initialising thread and those registered), each with its
+    /// thread-specific data, in the order they became known.
+    threads: Vec<KnownThread>,
 }
+
+/// A thread PAPI knows: its id (`PAPI_thread_id`'s) and its three thread-specific slots
+/// (`PAPI_USR1_TLS`, `PAPI_USR2_TLS`, `PAPI_TLS_HIGH_LEVEL`), C's addresses.
+pub type KnownThread = (std::ffi::c_ulong, [usize; 3]);
 
 impl Process {
     /// Whether `PAPI_disable_component(cidx)` was called before initialisation.
@@ -477,6 +484,7 @@ static PROCESS: Mutex<Process> = Mutex::new(Process {
     kept: Kept::new(),
     dev_type_cursor: 0,
     fortran_dev_type: 0,
+    threads: Vec::new(),
 });
 
 thread_local! {
@@ -552,6 +560,12 @@ pub fn keep<T>(f: impl FnOnce(&mut Kept) -> T) -> Option<T> {
 /// interrupted a call holding the lock).
 pub fn with_dev_type_cursor<T>(f: impl FnOnce(&mut usize) -> T) -> Option<T> {
     on_process(|process| f(&mut process.dev_type_cursor))
+}
+
+/// Runs `f` on the threads PAPI knows (`None` from a signal handler that interrupted a call
+/// holding the lock).
+pub fn with_threads<T>(f: impl FnOnce(&mut Vec<KnownThread>) -> T) -> Option<T> {
+    on_process(|process| f(&mut process.threads))
 }
 
 /// The device type the Fortran wrappers keep: runs `f` on its address (`None` from a signal

@@ -2,44 +2,33 @@
 //! registered), their thread-specific data, and the two user locks.
 
 use std::ffi::{c_int, c_ulong, c_void};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::guard;
 use super::put;
-use crate::codes::{self, EINVAL, OK};
-use crate::library;
+use crate::codes::{self, EINVAL, EMISC, OK};
+use crate::library::{self, with_threads};
 
 /// `PAPI_thread_init`'s function, as an address (0 for none). Static beside the lock:
 /// `PAPI_thread_id` calls it from any thread, a signal handler's included, without waiting.
 static ID_FN: AtomicUsize = AtomicUsize::new(0);
 
-/// The threads known, each with its three thread-specific slots (`PAPI_USR1_TLS`,
-/// `PAPI_USR2_TLS`, `PAPI_TLS_HIGH_LEVEL`).
-///
-/// Static beside the library's lock: C's per-thread memory, which PAPI keeps in its thread
-/// records whether or not a set runs; it holds no counter state.
-static THREADS: Mutex<Vec<(c_ulong, [usize; 3])>> = Mutex::new(Vec::new());
-
 /// `PAPI_TLS_ALL_THREADS`.
 const ALL_THREADS: c_int = 0x10;
-
-fn threads() -> std::sync::MutexGuard<'static, Vec<(c_ulong, [usize; 3])>> {
-    THREADS.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Makes the calling thread known (at initialisation and `PAPI_register_thread`).
 pub fn know_this_thread() {
     let id = PAPI_thread_id();
-    let mut all = threads();
-    if !all.iter().any(|(t, _)| *t == id) {
-        all.push((id, [0; 3]));
-    }
+    with_threads(|all| {
+        if !all.iter().any(|(t, _)| *t == id) {
+            all.push((id, [0; 3]));
+        }
+    });
 }
 
 /// Forgets every thread (`PAPI_shutdown`).
 pub fn forget_threads() {
-    threads().clear();
+    with_threads(Vec::clear);
 }
 
 /// `PAPI_thread_init`: remembers the thread-id function.
@@ -56,13 +45,13 @@ pub extern "C" fn PAPI_thread_init(id_fn: Option<unsafe extern "C" fn() -> c_ulo
         let old = PAPI_thread_id();
         ID_FN.store(f as usize, Ordering::SeqCst);
         let new = PAPI_thread_id();
-        let mut all = threads();
-        if all.iter().any(|(t, _)| *t == new) {
-            all.retain(|(t, _)| *t != old);
-        } else if let Some(entry) = all.iter_mut().find(|(t, _)| *t == old) {
-            entry.0 = new;
-        }
-        drop(all);
+        with_threads(|all| {
+            if all.iter().any(|(t, _)| *t == new) {
+                all.retain(|(t, _)| *t != old);
+            } else if let Some(entry) = all.iter_mut().find(|(t, _)| *t == old) {
+                entry.0 = new;
+            }
+        });
         library::INIT_STATE.fetch_or(4, Ordering::SeqCst);
         OK
     })
@@ -123,8 +112,7 @@ pub extern "C" fn PAPI_unregister_thread() -> c_int {
             return codes::ENOINIT;
         }
         let id = PAPI_thread_id();
-        threads().retain(|(t, _)| *t != id);
-        OK
+        with_threads(|all| all.retain(|(t, _)| *t != id)).map_or(EMISC, |()| OK)
     })
 }
 
@@ -141,7 +129,9 @@ pub unsafe extern "C" fn PAPI_list_threads(tids: *mut c_ulong, number: *mut c_in
         }
         // SAFETY: checked non-NULL.
         let room = unsafe { *number };
-        let all = threads();
+        let Some(all) = with_threads(|all| all.clone()) else {
+            return EMISC;
+        };
         if !tids.is_null() {
             let ids: Vec<c_ulong> = all
                 .iter()
@@ -172,16 +162,15 @@ pub unsafe extern "C" fn PAPI_set_thr_specific(tag: c_int, ptr: *mut c_void) -> 
             return EINVAL;
         };
         let id = PAPI_thread_id();
-        let mut all = threads();
-        match all.iter_mut().find(|(t, _)| *t == id) {
+        with_threads(|all| match all.iter_mut().find(|(t, _)| *t == id) {
             Some((_, slots)) => slots[i] = ptr as usize,
             None => {
                 let mut slots = [0; 3];
                 slots[i] = ptr as usize;
                 all.push((id, slots));
             }
-        }
-        OK
+        })
+        .map_or(EMISC, |()| OK)
     })
 }
 
@@ -207,7 +196,10 @@ pub unsafe extern "C" fn PAPI_get_thr_specific(tag: c_int, ptr: *mut *mut c_void
         if ptr.is_null() {
             return EINVAL;
         }
-        let all = threads();
+        let id = PAPI_thread_id();
+        let Some(all) = with_threads(|all| all.clone()) else {
+            return EMISC;
+        };
         if tag & ALL_THREADS != 0 {
             let spec = ptr.cast::<AllThreads>();
             // SAFETY: the caller's PAPI_all_thr_spec_t (checked non-NULL).
@@ -228,7 +220,6 @@ pub unsafe extern "C" fn PAPI_get_thr_specific(tag: c_int, ptr: *mut *mut c_void
             spec.num = all.len() as c_int;
             return OK;
         }
-        let id = PAPI_thread_id();
         let value = all.iter().find(|(t, _)| *t == id).map_or(0, |(_, s)| s[i]);
         // SAFETY: checked non-NULL; the caller's `void *`.
         unsafe { put(ptr, value as *mut c_void) };
