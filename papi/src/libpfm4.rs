@@ -3,7 +3,7 @@
 //! events take the hypervisor level. Derived from the event database's model and facts of
 //! libpfm4's sources, each named; nothing here calls libpfm4.
 
-use std::sync::OnceLock;
+use std::cell::OnceCell;
 
 /// CPU models that libpfm4 programs through a core PMU of another name, each with the
 /// evidence: libpfm4's `icl_models` (lib/pfmlib_intel_icl.c) lists Tiger Lake (140, 141) and
@@ -30,22 +30,29 @@ pub fn core_pmu(model: &counterhal_events::CpuModel) -> Option<&'static str> {
 /// core PMU libpfm4 detects (`pfm_perf_pmu_supported_plm`), and its own (user, kernel and
 /// hypervisor) where it detects none. AMD's PMUs from family 10h on filter the hypervisor
 /// (`AMD64_FAM10H_PLM`); K7 and K8 (`AMD64_K7_PLM`) and Intel's x86 PMUs (`INTEL_X86_PLM`)
-/// do not. Decided once, for the CPU this process runs on.
-pub fn hypervisor_level_filtered() -> bool {
-    // Static: a fact of the CPU this process runs on, decided once by libpfm4 (whose own
-    // state is static), the same for any initialisation.
-    static FILTERED: OnceLock<bool> = OnceLock::new();
-    *FILTERED.get_or_init(|| {
-        let Ok(context) = facade::Context::new(None, None) else {
-            return true;
-        };
-        let pmu = context
-            .model()
-            .and_then(|id| context.database().model(id))
-            .and_then(core_pmu);
-        match pmu {
-            None => true,
-            Some(name) => name.starts_with("amd64_fam"),
-        }
-    })
+/// do not. Decided at the first question, for the CPU this process runs on, and kept by its
+/// holder (the library's value).
+#[derive(Default)]
+pub struct HypervisorLevel(OnceCell<bool>);
+
+impl HypervisorLevel {
+    /// Whether the hypervisor level is filtered here (the type's note).
+    pub fn filtered(&self) -> bool {
+        *self.0.get_or_init(decide)
+    }
+}
+
+/// Whether libpfm4's perf PMU takes the hypervisor level on this machine ([`HypervisorLevel`]).
+fn decide() -> bool {
+    let Ok(context) = facade::Context::new(None, None) else {
+        return true;
+    };
+    let pmu = context
+        .model()
+        .and_then(|id| context.database().model(id))
+        .and_then(core_pmu);
+    match pmu {
+        None => true,
+        Some(name) => name.starts_with("amd64_fam"),
+    }
 }

@@ -13,6 +13,7 @@ use crate::codes::{EINVAL, ENOEVST, ENOINIT, ESYS, OK};
 use crate::description;
 use crate::info::{self, ComponentInfo, set_str};
 use crate::kept::Kept;
+use crate::libpfm4::HypervisorLevel;
 use crate::names::{self, Native};
 use crate::perf_natives::Placement;
 use crate::powercap_zones::ZoneEvent;
@@ -364,6 +365,9 @@ pub struct Library {
     pub itimer_ns: i32,
     /// libpfm4, opened at the first native event's description that needs its text.
     pub libpfm: crate::sys::pfm::Libpfm,
+    /// Whether libpfm4's `perf::` events take the hypervisor level here, decided at the
+    /// first name that asks.
+    pub hypervisor: HypervisorLevel,
 }
 
 /// The multiplexing timer's interval at initialisation, in nanoseconds: 10 ms, as Debian's
@@ -716,10 +720,11 @@ pub fn library_init(version: i32, thread_id: fn() -> std::ffi::c_ulong) -> Resul
         return Err(ESYS);
     };
     let disabled = guard.disables(0);
+    let hypervisor = HypervisorLevel::default();
     let natives = if disabled {
         Vec::new()
     } else {
-        names::listed(&chosen)
+        names::listed(&chosen, &hypervisor)
     };
     let capabilities = chosen.backend().dyn_capabilities();
     let counters = description::hardware_counters(&chosen);
@@ -759,6 +764,7 @@ pub fn library_init(version: i32, thread_id: fn() -> std::ffi::c_ulong) -> Resul
         thread_id,
         itimer_ns: ITIMER_NS,
         libpfm: crate::sys::pfm::Libpfm::default(),
+        hypervisor,
     });
     // Under the library's lock: no other call chose a release since the check above.
     let _ = crate::release::choose(release);

@@ -4,6 +4,7 @@
 
 use counterhal_hal::GeneralizedEvent;
 
+use crate::libpfm4::HypervisorLevel;
 use crate::perf_natives::{self, Placement, strip_perf};
 use crate::presets::presets;
 use crate::sys::pfm::Libpfm;
@@ -141,7 +142,7 @@ pub fn backend_name(name: &str) -> String {
 /// under their libpfm4 `perf::` names, then the CPU model's native events, each only where
 /// this process can count it (asked by opening it once and closing it at once), so that a
 /// machine whose PMU the kernel does not expose lists its software events alone.
-pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
+pub fn listed(chosen: &facade::Chosen, hypervisor: &HypervisorLevel) -> Vec<Native> {
     let mut natives = Vec::new();
     if chosen.capabilities().programs(counterhal_hal::Family::Perf) {
         // libpfm4's perf_event PMU, whole, then its perf_raw PMU's one pseudo-event, as PAPI
@@ -150,7 +151,7 @@ pub fn listed(chosen: &facade::Chosen) -> Vec<Native> {
         for event in perf_natives::perf_natives().chain(perf_natives::perf_raw()) {
             natives.push(Native {
                 name: event.name().to_string(),
-                backend_name: perf_natives::read(event.name())
+                backend_name: perf_natives::read(event.name(), hypervisor)
                     .and_then(Result::ok)
                     .map_or_else(|| event.name().to_string(), |n| n.backend_name),
                 description: event.description().to_string(),
@@ -252,9 +253,14 @@ pub fn model_event(
 /// A native event's description as PAPI's perf_event component gives it: the event's, then
 /// `, masks:` and the unit mask's when one is named (papi_native_avail prints what follows
 /// `masks:` as the unit mask's description).
-pub fn describe(chosen: &facade::Chosen, libpfm: &Libpfm, name: &str) -> String {
+pub fn describe(
+    chosen: &facade::Chosen,
+    libpfm: &Libpfm,
+    hypervisor: &HypervisorLevel,
+    name: &str,
+) -> String {
     if let Some((event, after)) = perf_natives::event_of(name) {
-        return describe_perf(&event, after);
+        return describe_perf(&event, after, hypervisor);
     }
     let Some((description, masks)) = model_event(chosen, libpfm, name) else {
         return String::new();
@@ -272,7 +278,11 @@ pub fn describe(chosen: &facade::Chosen, libpfm: &Libpfm, name: &str) -> String 
 /// descriptions of the unit masks and qualifiers named after the event (`after`), joined by
 /// `:`, as PAPI 7.0 describes `perf::TASK-CLOCK:u=1:period=10` ("PERF_COUNT_SW_TASK_CLOCK,
 /// masks:monitor at user level:sampling period").
-fn describe_perf(event: &perf_natives::PerfNative, after: Option<&str>) -> String {
+fn describe_perf(
+    event: &perf_natives::PerfNative,
+    after: Option<&str>,
+    hypervisor: &HypervisorLevel,
+) -> String {
     let described: Vec<&str> = after
         .into_iter()
         .flat_map(|after| after.split(':'))
@@ -280,7 +290,7 @@ fn describe_perf(event: &perf_natives::PerfNative, after: Option<&str>) -> Strin
             let key = part.split('=').next().unwrap_or(part);
             event
                 .unit_masks()
-                .chain(perf_natives::qualifiers(event))
+                .chain(perf_natives::qualifiers(event, hypervisor))
                 .find(|(m, _)| *m == key)
                 .map(|(_, description)| description)
         })

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use crate::codes::{EBUF, EINVAL, ENOCMP, ENOEVNT, ENOINIT, ENOTPRESET, EPERM, OK};
 use crate::info::{self, EventInfo, set_str};
+use crate::libpfm4::HypervisorLevel;
 use crate::library::{INIT_STATE, Library, with};
 use crate::names::{self, Code, Native};
 use crate::perf_natives::Placement;
@@ -42,11 +43,11 @@ fn native_code_of(library: &mut Library, name: &str) -> Result<i32, i32> {
     if let Some(i) = library.natives.iter().position(|n| n.name == name) {
         return Ok(names::native_code(i));
     }
-    if refused(name) {
+    if refused(name, &library.hypervisor) {
         return Err(ENOEVNT);
     }
     // libpfm4's perf_event PMU, read as libpfm4 reads it (unit masks, qualifiers).
-    let (backend_name, placement) = match crate::perf_natives::read(name) {
+    let (backend_name, placement) = match crate::perf_natives::read(name, &library.hypervisor) {
         Some(read) => {
             let read = read?;
             (read.backend_name, read.placement)
@@ -79,11 +80,11 @@ fn unresolved(error: &facade::Error) -> i32 {
 /// libpfm4's (an event of another spelling, `perf::PAGE-FAULTS\t`), any name with blanks or
 /// control characters, and a `pmu::` prefix spelled otherwise than PAPI spells it
 /// (`PERF::PAGE-FAULTS`).
-fn refused(name: &str) -> bool {
+fn refused(name: &str, hypervisor: &HypervisorLevel) -> bool {
     name.get(..5)
         .is_some_and(|p| p.eq_ignore_ascii_case("PAPI_"))
         || crate::perf_natives::strip_perf(name).is_some()
-            && crate::perf_natives::read(name).is_none()
+            && crate::perf_natives::read(name, hypervisor).is_none()
         || name.chars().any(|c| c.is_whitespace() || c.is_control())
         || name
             .split_once("::")
@@ -103,7 +104,7 @@ fn register(
     library.natives.push(Native {
         name: name.to_string(),
         backend_name,
-        description: names::describe(&library.chosen, &library.libpfm, name),
+        description: names::describe(&library.chosen, &library.libpfm, &library.hypervisor, name),
         placement,
         sde: None,
         powercap: None,
@@ -139,7 +140,7 @@ fn next_unit_mask(library: &mut Library, i: usize) -> Result<i32, i32> {
 
 /// Registers `name` with the backend name and placement it reads as.
 fn register_as_named(library: &mut Library, name: &str) -> i32 {
-    let (backend_name, placement) = match crate::perf_natives::read(name) {
+    let (backend_name, placement) = match crate::perf_natives::read(name, &library.hypervisor) {
         Some(Ok(read)) => (read.backend_name, read.placement),
         _ => (names::backend_name(name), Default::default()),
     };
@@ -155,7 +156,10 @@ fn next_perf_qualifier(library: &mut Library, name: &str) -> Option<Result<i32, 
     let parts: Vec<String> = event
         .unit_masks()
         .map(|(m, _)| m.to_string())
-        .chain(crate::perf_natives::qualifiers(&event).map(|(m, _)| format!("{m}=0")))
+        .chain(
+            crate::perf_natives::qualifiers(&event, &library.hypervisor)
+                .map(|(m, _)| format!("{m}=0")),
+        )
         .collect();
     let next = match current {
         None => 0,

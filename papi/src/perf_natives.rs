@@ -17,6 +17,7 @@
 //! nor adds it. [`qualifiers`] is the table's list less `h` there.
 
 use crate::codes::{EINVAL, ENOEVNT};
+use crate::libpfm4::HypervisorLevel;
 pub use counterhal_events::papi::{PerfNative, PerfType, perf_natives, perf_raw};
 
 /// `perf::` as PAPI 7.0 matches a PMU prefix: as written (`PERF::PAGE-FAULTS` is no event
@@ -109,10 +110,13 @@ pub fn find(name: &str) -> Option<PerfNative> {
 
 /// The qualifiers `event` takes on this machine, as libpfm4 gives them: the table's, less
 /// `h` where the core PMU libpfm4 detects here filters no hypervisor level
-/// ([`crate::libpfm4::hypervisor_level_filtered`]).
-pub fn qualifiers(event: &PerfNative) -> impl Iterator<Item = (&'static str, &'static str)> {
+/// (`hypervisor`, [`HypervisorLevel`]).
+pub fn qualifiers(
+    event: &PerfNative,
+    hypervisor: &HypervisorLevel,
+) -> impl Iterator<Item = (&'static str, &'static str)> + use<> {
     // libpfm4's perf_raw PMU takes every level (`PERF_PLM_ALL`), whatever the core PMU.
-    let h = event.kind() == PerfType::Raw || crate::libpfm4::hypervisor_level_filtered();
+    let h = event.kind() == PerfType::Raw || hypervisor.filtered();
     event.modifiers().filter(move |(m, _)| h || *m != "h")
 }
 
@@ -185,7 +189,8 @@ fn number(value: Option<&str>) -> Result<u64, i32> {
 /// A `perf_raw::` name (`perf_raw::rc0:u=1`) is always read: its event is perf's raw
 /// encoding (`rc0`, [`raw_config`]) with the qualifiers of libpfm4's raw PMU, and a name
 /// libpfm4 does not match is `PAPI_ENOEVNT`.
-pub fn read(name: &str) -> Option<Result<PerfName, i32>> {
+/// `hypervisor` says whether the `h` qualifier is libpfm4's here ([`qualifiers`]).
+pub fn read(name: &str, hypervisor: &HypervisorLevel) -> Option<Result<PerfName, i32>> {
     let (event, config, rest) = match strip_raw(name) {
         Some(rest) => {
             let mut parts = rest.split(':');
@@ -204,13 +209,14 @@ pub fn read(name: &str) -> Option<Result<PerfName, i32>> {
     if parts.clone().count() > MAX_ATTRIBUTES {
         return Some(Err(ENOEVNT));
     }
-    Some(read_parts(event, config, parts))
+    Some(read_parts(event, config, parts, hypervisor))
 }
 
 fn read_parts<'a>(
     event: PerfNative,
     config: u64,
     parts: impl Iterator<Item = &'a str>,
+    hypervisor: &HypervisorLevel,
 ) -> Result<PerfName, i32> {
     let mut operation = None;
     let mut result = None;
@@ -245,7 +251,7 @@ fn read_parts<'a>(
             }
             continue;
         }
-        if !qualifiers(&event).any(|(m, _)| m == key) {
+        if !qualifiers(&event, hypervisor).any(|(m, _)| m == key) {
             return Err(ENOEVNT);
         }
         let given = match key {
@@ -334,6 +340,11 @@ fn read_parts<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// libpfm4's perf events read as on this machine.
+    fn read(name: &str) -> Option<Result<PerfName, i32>> {
+        super::read(name, &HypervisorLevel::default())
+    }
 
     fn backend(name: &str) -> Result<String, i32> {
         read(name).expect("a perf:: name").map(|n| n.backend_name)
