@@ -13,11 +13,10 @@
 //! `PAPI_TOT_CYC` (with it missing PAPI's regions answer `PAPI_EINVAL`); ours falls back to
 //! perf's `perf::TASK-CLOCK` and `perf::PAGE-FAULTS`, so regions measure something there.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::codes::{EINVAL, EMISC, ENOEVNT, ENOTRUN, OK};
+use crate::hl_record::{Record, Region, Value, json};
 use crate::sets;
 
 /// What a call records in a region.
@@ -40,56 +39,10 @@ pub struct Clocks {
     pub nsec: i64,
 }
 
-/// One value of a region: cycles, real time, then each event.
-#[derive(Clone, Default)]
-struct Value {
-    begin: i64,
-    region: i64,
-    reads: Vec<i64>,
-}
-
-struct Region {
-    id: u32,
-    parent: i64,
-    name: String,
-    values: Vec<Value>,
-}
-
-/// The process-wide state.
-struct Global {
-    /// Whether the one-time set-up ran.
-    initiated: bool,
-    /// Off after an error, as PAPI's `PAPIHL_DEACTIVATED`.
-    deactivated: bool,
-    /// The events (name, instant) once determined.
-    events: Option<Vec<(String, bool)>>,
-    /// `.../papi_hl_output`, once set up.
-    output: Option<std::path::PathBuf>,
-    /// The regions of each thread, by thread id, in the order begun.
-    threads: BTreeMap<u64, Vec<Region>>,
-    begins: u64,
-    ends: u64,
-    written: bool,
-}
-
-/// The high-level interface's regions and report. Static beside the library's lock: PAPI's
-/// high-level layer keeps its own state, which outlives `PAPI_shutdown` and is written at
-/// exit (`atexit`), when the library may be gone.
-static GLOBAL: Mutex<Global> = Mutex::new(Global {
-    initiated: false,
-    deactivated: false,
-    events: None,
-    output: None,
-    threads: BTreeMap::new(),
-    begins: 0,
-    ends: 0,
-    written: false,
-});
-
-fn global() -> MutexGuard<'static, Global> {
-    GLOBAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// The high-level record locked (by this interface's calls alone, over the event-set calls
+/// they make: [`crate::library::high_level`]).
+fn locked(record: &Mutex<Record>) -> MutexGuard<'_, Record> {
+    record.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Each thread's own: its event set, whether it runs, its region stack and begin count.
@@ -102,8 +55,11 @@ struct Local {
 }
 
 thread_local! {
-    /// The calling thread's high-level state (its region stack), as PAPI's high-level
-    /// layer keeps one per thread: per-thread, so a thread-local.
+    /// The calling thread's high-level state (its set, its region stack). A thread-local, not
+    /// an entry of the process's value: PAPI's `papi_hl.c` defines this state per thread
+    /// (`THREAD_LOCAL_STORAGE_KEYWORD` `_local_components`, `_local_region_begin_cnt`, its
+    /// region stack), and it dies with its thread, where an entry keyed by thread id would
+    /// outlive it and pass to a later thread given the same kernel id.
     #[allow(clippy::missing_const_for_thread_local)]
     static LOCAL: std::cell::RefCell<Local> = std::cell::RefCell::new(Local::default());
 }
@@ -118,7 +74,10 @@ fn verbose(message: &str) {
 /// `stamp`, the local time as `YYYYMMDD-HHMMSS`). Whether it ran now (the caller then
 /// registers the report at exit).
 pub fn initiate(stamp: &str, now_unix: u64) -> bool {
-    let mut g = global();
+    let Some(record) = crate::library::high_level() else {
+        return false;
+    };
+    let mut g = locked(&record);
     if g.initiated {
         return false;
     }
@@ -201,7 +160,7 @@ fn usable(wanted: &[(String, bool)]) -> Vec<(String, bool)> {
 }
 
 /// The events, determined once: the requested ones that count, else the defaults.
-fn events(g: &mut Global) -> Result<Vec<(String, bool)>, i32> {
+fn events(g: &mut Record) -> Result<Vec<(String, bool)>, i32> {
     if let Some(events) = &g.events {
         return Ok(events.clone());
     }
@@ -232,7 +191,7 @@ fn events(g: &mut Global) -> Result<Vec<(String, bool)>, i32> {
 }
 
 /// This thread's set, made and started as needed, read: the counts.
-fn read_counts(g: &mut Global, local: &mut Local) -> Result<Vec<i64>, i32> {
+fn read_counts(g: &mut Record, local: &mut Local) -> Result<Vec<i64>, i32> {
     let set = match local.set {
         Some(set) => set,
         None => {
@@ -268,7 +227,10 @@ fn read_counts(g: &mut Global, local: &mut Local) -> Result<Vec<i64>, i32> {
 /// and reads through it).
 pub fn mark(mark: Mark, name: Option<&str>, tid: u64, clocks: impl Fn() -> Clocks) -> i32 {
     LOCAL.with_borrow_mut(|local| {
-        let mut g = global();
+        let Some(record) = crate::library::high_level() else {
+            return EMISC;
+        };
+        let mut g = locked(&record);
         if g.deactivated {
             return EMISC;
         }
@@ -298,7 +260,7 @@ pub fn mark(mark: Mark, name: Option<&str>, tid: u64, clocks: impl Fn() -> Clock
                 verbose(&format!(
                     "PAPI-HL Error: Could not read counters for thread {tid}."
                 ));
-                deactivate(&mut g);
+                g.deactivate();
                 return e;
             }
         };
@@ -347,7 +309,7 @@ pub fn mark(mark: Mark, name: Option<&str>, tid: u64, clocks: impl Fn() -> Clock
                         return OK;
                     }
                     // As PAPI: an unmatched end turns the interface off, its records dropped.
-                    deactivate(&mut g);
+                    g.deactivate();
                     return EINVAL;
                 };
                 for ((value, now), instant) in region.values.iter_mut().zip(&current).zip(&instant) {
@@ -366,13 +328,6 @@ pub fn mark(mark: Mark, name: Option<&str>, tid: u64, clocks: impl Fn() -> Clock
         }
         OK
     })
-}
-
-/// Turns the interface off after an error, dropping what it recorded (no report), as PAPI's
-/// clean-up does.
-fn deactivate(g: &mut Global) {
-    g.deactivated = true;
-    g.threads.clear();
 }
 
 /// Whether this thread's high-level set runs.
@@ -394,119 +349,6 @@ pub fn stop() -> i32 {
     })
 }
 
-fn line(out: &mut String, indent: usize) {
-    out.push('\n');
-    for _ in 0..indent {
-        out.push_str("  ");
-    }
-}
-
-/// The report as PAPI 7.0 writes it (its line breaks and two-space indents).
-fn json(g: &Global, hardware: &crate::info::HwInfo) -> String {
-    let events = g.events.clone().unwrap_or_default();
-    let mut o = String::from("{");
-    line(&mut o, 1);
-    // PAPI_VERSION of the release the program speaks (7.0.0.0 before it chose one).
-    let release = crate::release::chosen().unwrap_or(crate::release::Release::V7_0);
-    let _ = write!(o, "\"papi_version\":\"{}\",", release.name());
-    let end = hardware
-        .model_string
-        .iter()
-        .position(|&b| b == 0)
-        .unwrap_or(0);
-    let model = String::from_utf8_lossy(&hardware.model_string[..end]);
-    let mut cpu = String::new();
-    for c in model.chars() {
-        if !(c == ' ' && cpu.ends_with(' ')) {
-            cpu.push(c);
-        }
-    }
-    line(&mut o, 1);
-    let _ = write!(o, "\"cpu_info\":\"{cpu}\",");
-    line(&mut o, 1);
-    let _ = write!(o, "\"max_cpu_rate_mhz\":\"{}\",", hardware.cpu_max_mhz);
-    line(&mut o, 1);
-    let _ = write!(o, "\"min_cpu_rate_mhz\":\"{}\",", hardware.cpu_min_mhz);
-    line(&mut o, 1);
-    o.push_str("\"event_definitions\":{");
-    for (i, (name, instant)) in events.iter().enumerate() {
-        line(&mut o, 2);
-        let _ = write!(o, "\"{name}\":{{");
-        line(&mut o, 3);
-        o.push_str("\"component\":\"perf_event\",");
-        line(&mut o, 3);
-        let kind = if *instant { "instant" } else { "delta" };
-        let _ = write!(o, "\"type\":\"{kind}\"");
-        line(&mut o, 2);
-        o.push('}');
-        if i + 1 < events.len() {
-            o.push(',');
-        }
-    }
-    line(&mut o, 1);
-    o.push_str("},");
-    line(&mut o, 1);
-    o.push_str("\"threads\":{");
-    let names: Vec<&str> = ["cycles", "real_time_nsec"]
-        .into_iter()
-        .chain(events.iter().map(|(n, _)| n.as_str()))
-        .collect();
-    for (t, regions) in g.threads.values().enumerate() {
-        line(&mut o, 2);
-        let _ = write!(o, "\"{t}\":{{");
-        line(&mut o, 3);
-        o.push_str("\"regions\":{");
-        for (r, region) in regions.iter().enumerate() {
-            line(&mut o, 4);
-            let _ = write!(o, "\"{}\":{{", region.id);
-            line(&mut o, 5);
-            let _ = write!(o, "\"name\":\"{}\",", region.name);
-            line(&mut o, 5);
-            let _ = write!(o, "\"parent_region_id\":\"{}\",", region.parent);
-            for (j, (value, name)) in region.values.iter().zip(&names).enumerate() {
-                let last = j + 1 == names.len();
-                line(&mut o, 5);
-                if value.reads.is_empty() {
-                    let _ = write!(o, "\"{name}\":\"{}\"", value.region);
-                } else {
-                    let _ = write!(o, "\"{name}\":{{");
-                    line(&mut o, 6);
-                    let _ = write!(o, "\"region_value\":\"{}\",", value.region);
-                    for (k, read) in value.reads.iter().enumerate() {
-                        line(&mut o, 6);
-                        let _ = write!(o, "\"read_{}\":\"{read}\"", k + 1);
-                        if k + 1 < value.reads.len() {
-                            o.push(',');
-                        }
-                    }
-                    line(&mut o, 5);
-                    o.push('}');
-                }
-                if !last {
-                    o.push(',');
-                }
-            }
-            line(&mut o, 4);
-            o.push('}');
-            if r + 1 < regions.len() {
-                o.push(',');
-            }
-        }
-        line(&mut o, 3);
-        o.push('}');
-        line(&mut o, 2);
-        o.push('}');
-        if t + 1 < g.threads.len() {
-            o.push(',');
-        }
-    }
-    line(&mut o, 1);
-    o.push('}');
-    line(&mut o, 0);
-    o.push_str("}\n");
-    o
-}
-
 /// The rank of this process in a parallel run, if its launcher says.
 fn rank_from_launcher() -> Option<u32> {
     [
@@ -526,7 +368,8 @@ pub fn write_output(
     hardware: &crate::info::HwInfo,
     fallback_rank: u32,
 ) -> Option<std::path::PathBuf> {
-    let mut g = global();
+    let record = crate::library::high_level()?;
+    let mut g = locked(&record);
     let output = g.output.clone()?;
     if g.written {
         return None;

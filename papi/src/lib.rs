@@ -9,6 +9,7 @@ pub mod description;
 pub mod device_types;
 pub mod devices;
 pub mod hl;
+pub mod hl_record;
 pub mod info;
 pub mod kept;
 pub mod libpfm4;

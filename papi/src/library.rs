@@ -4,13 +4,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use counterhal_hal::BackendTarget;
 use facade::{AnyGroup, Chosen, EventSet, OpenOptions};
 
 use crate::codes::{EINVAL, ENOEVST, ENOINIT, ESYS, OK};
 use crate::description;
+use crate::hl_record;
 use crate::info::{self, ComponentInfo, set_str};
 use crate::kept::Kept;
 use crate::libpfm4::HypervisorLevel;
@@ -464,6 +465,11 @@ pub struct Process {
     /// The threads PAPI knows (the initialising thread and those registered), each with its
     /// thread-specific data, in the order they became known.
     threads: Vec<KnownThread>,
+    /// What the high-level interface records, made at its first call. It has a lock of its
+    /// own, as PAPI's high-level layer has (`HIGHLEVEL_LOCK`): its calls hold it over the
+    /// event-set calls they make, which take this value's lock, so it is reached through
+    /// this value and locked after this value's lock is given back ([`high_level`]).
+    high_level: Option<Arc<Mutex<hl_record::Record>>>,
 }
 
 /// A thread PAPI knows: its id (`PAPI_thread_id`'s) and its three thread-specific slots
@@ -489,6 +495,7 @@ static PROCESS: Mutex<Process> = Mutex::new(Process {
     dev_type_cursor: 0,
     fortran_dev_type: 0,
     threads: Vec::new(),
+    high_level: None,
 });
 
 thread_local! {
@@ -564,6 +571,12 @@ pub fn keep<T>(f: impl FnOnce(&mut Kept) -> T) -> Option<T> {
 /// interrupted a call holding the lock).
 pub fn with_dev_type_cursor<T>(f: impl FnOnce(&mut usize) -> T) -> Option<T> {
     on_process(|process| f(&mut process.dev_type_cursor))
+}
+
+/// What the high-level interface records, to lock once this call has given the library's
+/// lock back (`None` from a signal handler that interrupted a call holding the lock).
+pub fn high_level() -> Option<Arc<Mutex<hl_record::Record>>> {
+    on_process(|process| Arc::clone(process.high_level.get_or_insert_default()))
 }
 
 /// Runs `f` on the threads PAPI knows (`None` from a signal handler that interrupted a call

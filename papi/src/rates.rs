@@ -52,8 +52,10 @@ struct State {
 }
 
 thread_local! {
-    /// The calling thread's rate state, as PAPI 7.0 keeps one per thread: per-thread, so a
-    /// thread-local.
+    /// The calling thread's rate state, as PAPI 7.0 keeps one per thread. A thread-local, not
+    /// an entry of the process's value: it dies with its thread (an entry keyed by thread id
+    /// would pass to a later thread given the same kernel id), and the rate calls, made in a
+    /// program's measuring loop, take no lock of the library's for it beside their set's.
     #[allow(clippy::missing_const_for_thread_local)]
     static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
 }
