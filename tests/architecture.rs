@@ -315,6 +315,130 @@ fn libpapi_runs_in_layers() {
     );
 }
 
+/// The most statics with interior mutability libpapi may hold (`papi/src`): the process's
+/// PAPI is one value behind one lock (`library::PROCESS`), and a static stands beside it only
+/// where that lock cannot serve: the lock itself and its re-entrancy flag, what a signal
+/// handler or a read without the lock reaches (the overflow and read tables, the armed
+/// signal, the init state, the release spoken, the thread-id function, the profiling
+/// generator), the locks PAPI hands its user (`PAPI_lock`), the watches libsde calls into
+/// under its own lock, the set-up's lock, and the per-thread state PAPI keeps per thread.
+const PAPI_STATICS_AT_MOST: usize = 16;
+
+/// The statics of `text` (a Rust file) with interior mutability: (line, name, whether the
+/// comment above it says why it is static). A static counts where its type names a lock, a
+/// once-cell, an atomic or a cell (`Mutex`, `RwLock`, `OnceLock`, `OnceCell`, `Atomic*`,
+/// `Cell`, `RefCell`, `UnsafeCell`; those of `thread_local!` too), or is an array of a struct
+/// of the same file whose fields do. The comment is the `//` lines above it (attributes
+/// between are skipped), and it says why with "static" or "thread-local".
+fn interior_statics(text: &str) -> Vec<(usize, String, bool)> {
+    const INTERIOR: [&str; 7] = [
+        "Mutex",
+        "RwLock",
+        "OnceLock",
+        "OnceCell",
+        "Atomic",
+        "Cell<",
+        "UnsafeCell",
+    ];
+    let interior = |t: &str| INTERIOR.iter().any(|k| t.contains(k));
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let item = line.trim_start();
+        let item = item
+            .strip_prefix("pub(crate) ")
+            .or_else(|| item.strip_prefix("pub "))
+            .unwrap_or(item);
+        let Some(rest) = item.strip_prefix("static ") else {
+            continue;
+        };
+        let Some((name, after)) = rest.split_once(':') else {
+            continue;
+        };
+        let declared = lines[i..lines.len().min(i + 3)].join(" ");
+        let ty = after.split(" = ").next().unwrap_or(after);
+        let ty = if ty.trim().is_empty() { &declared } else { ty };
+        let element = ty
+            .trim()
+            .strip_prefix('[')
+            .and_then(|t| t.split(';').next());
+        let of_struct = element.is_some_and(|e| {
+            let head = format!("struct {} {{", e.trim());
+            text.split_once(&head)
+                .and_then(|(_, body)| body.split("\n}").next())
+                .is_some_and(interior)
+        });
+        if !interior(ty) && !of_struct {
+            continue;
+        }
+        let mut above = i;
+        while above > 0 && lines[above - 1].trim_start().starts_with("#[") {
+            above -= 1;
+        }
+        let mut comment = String::new();
+        while above > 0 && lines[above - 1].trim_start().starts_with("//") {
+            above -= 1;
+            comment.push_str(&lines[above].to_ascii_lowercase());
+        }
+        let says_why = comment.contains("static") || comment.contains("thread-local");
+        found.push((i + 1, name.trim().to_string(), says_why));
+    }
+    found
+}
+
+/// libpapi's state is one value behind one lock: `papi/src` holds at most
+/// [`PAPI_STATICS_AT_MOST`] statics with interior mutability, each with a comment above it
+/// saying why it must be static. Oracle: the crate's sources (the count is what
+/// `grep -rn "static \|thread_local!" papi/src` lists, less the `&'static` borrows).
+#[test]
+fn libpapi_keeps_its_state_in_one_value() {
+    let mut statics = Vec::new();
+    for file in rust_files(&root().join("papi/src")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (line, name, says_why) in interior_statics(&text) {
+            statics.push((format!("{}:{line}: {name}", relative(&file)), says_why));
+        }
+    }
+    let names: Vec<&str> = statics.iter().map(|(s, _)| s.as_str()).collect();
+    assert!(
+        names.iter().any(|s| s.ends_with(": PROCESS")),
+        "the library's lock (library.rs PROCESS) was not found: {names:?}"
+    );
+    assert!(
+        statics.len() <= PAPI_STATICS_AT_MOST,
+        "papi/src holds {} statics with interior mutability, more than {PAPI_STATICS_AT_MOST}: \
+         hold the new state in the Process value (library.rs) instead\n{}",
+        statics.len(),
+        names.join("\n")
+    );
+    let silent: Vec<&str> = statics
+        .iter()
+        .filter(|(_, says_why)| !says_why)
+        .map(|(s, _)| s.as_str())
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "statics without a comment above saying why they must be static (\"Static: ...\", \
+         or why a thread-local):\n{}",
+        silent.join("\n")
+    );
+    // The reading finds each kind, arrays of a struct of atomics included, and the comment.
+    let sample = "struct Slot {\n    armed: AtomicBool,\n}\nstruct Plain {\n    n: u32,\n}\n\
+        /// Static: a signal handler reads it.\npub static TABLE: [Slot; 4] = [const { \
+        Slot::new() }; 4];\nstatic NAMES: [Plain; 1] = [Plain { n: 1 }];\n\
+        static COUNT: AtomicU32 = AtomicU32::new(0);\nthread_local! {\n    \
+        #[allow(dead_code)]\n    static HELD: std::cell::Cell<bool> = const { \
+        std::cell::Cell::new(false) };\n}\nfn f(x: &'static str) {}\n";
+    assert_eq!(
+        interior_statics(sample),
+        vec![
+            (8, "TABLE".to_string(), true),
+            (10, "COUNT".to_string(), false),
+            (13, "HELD".to_string(), false),
+        ]
+    );
+}
+
 /// The code lines of `text` (comments and doc comments left out), lower-cased.
 fn code_lines(text: &str) -> impl Iterator<Item = (usize, String)> + '_ {
     text.lines().enumerate().filter_map(|(i, line)| {

@@ -2,7 +2,7 @@
 //! types in PAPI's order (CPU, CUDA, ROCm), each with its vendor, its number of devices and a
 //! status line; the CPU type's one device with its name, CPUID family, model and stepping,
 //! sockets, NUMA nodes, cores, hardware threads, caches, each node's memory and each hardware
-//! thread's node ([`crate::devices`] answers the device interface from them).
+//! thread's node (the `devices` room answers the device interface from them).
 
 use std::ffi::CString;
 
@@ -153,8 +153,8 @@ fn sysfs_caches() -> [CacheAttrs; 4] {
     })
 }
 
-/// This machine's device types, gathered now (the process keeps them once:
-/// [`crate::kept::Kept::device_types`]).
+/// This machine's device types, gathered now (the process's store of what C holds keeps them
+/// once).
 pub fn this_machine() -> [DevType; 3] {
     let hw = info::hardware();
     let topology = crate::topology::this_machine();

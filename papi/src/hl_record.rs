@@ -1,6 +1,6 @@
-//! What PAPI's high-level interface records ([`crate::hl`]): the events it counts, each
+//! What PAPI's high-level interface (`hl`) records: the events it counts, each
 //! thread's regions with their values, and the report written from them at exit, as PAPI
-//! 7.0's `papi_hl.c` writes it. The process's PAPI holds the record ([`crate::library`]),
+//! 7.0's `papi_hl.c` writes it. The process's PAPI holds the record (the library's `Process`),
 //! outliving `PAPI_shutdown` as PAPI's high-level layer does.
 
 use std::collections::BTreeMap;
@@ -29,8 +29,7 @@ pub struct Region {
     pub values: Vec<Value>,
 }
 
-/// What the high-level interface records for the process (the process's PAPI holds one:
-/// [`crate::library::high_level`]).
+/// What the high-level interface records for the process (the process's PAPI holds one).
 #[derive(Default)]
 pub struct Record {
     /// Whether the one-time set-up ran.

@@ -26,9 +26,11 @@ struct Watch {
     running: Option<ThreadId>,
 }
 
-/// The watches of software-defined counters. Static beside the library's lock: libsde calls in
-/// from the counting library's threads, whatever the library's lock is doing (this module's
-/// note).
+/// The watches of software-defined counters. Static beside the library's lock, not in the
+/// process's value behind it: libsde calls in (`papi_sde_check_overflow_status`) from the
+/// counting library's threads holding its own lock, while a call holding the library's lock
+/// may be waiting for libsde's (a read of an `sde` set); taking the library's lock here would
+/// deadlock the two (this module's note).
 static WATCHES: Mutex<Vec<Watch>> = Mutex::new(Vec::new());
 
 fn watches() -> MutexGuard<'static, Vec<Watch>> {
