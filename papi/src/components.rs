@@ -48,16 +48,23 @@ pub fn fill_component_zero() {
         return;
     }
     let _ = library::with_kept(|library, kept| {
-        if library.component.pmu_names[0] != 0 || library.component.disabled != 0 {
-            return Ok(());
-        }
-        let (presets, model) = model_facts(&library.chosen);
-        library.component.num_preset_events = presets;
-        // The PMU names, as C strings that live as long as the process.
-        let names = ["perf", "perf_raw"].into_iter().chain(model.as_deref());
-        for (slot, name) in library.component.pmu_names.iter_mut().zip(names) {
-            *slot = kept.name(name).as_ptr() as usize;
-        }
+        fill_zero(library, kept);
         Ok(())
     });
+}
+
+/// Fills component 0's preset count and PMU names in `library` (at `PAPI_library_init`'s
+/// set-up, under the library's lock), keeping the names in `kept`; once filled, or for a
+/// disabled component, nothing.
+pub fn fill_zero(library: &mut library::Library, kept: &mut crate::kept::Kept) {
+    if library.component.pmu_names[0] != 0 || library.component.disabled != 0 {
+        return;
+    }
+    let (presets, model) = model_facts(&library.chosen);
+    library.component.num_preset_events = presets;
+    // The PMU names, as C strings that live as long as the process.
+    let names = ["perf", "perf_raw"].into_iter().chain(model.as_deref());
+    for (slot, name) in library.component.pmu_names.iter_mut().zip(names) {
+        *slot = kept.name(name).as_ptr() as usize;
+    }
 }

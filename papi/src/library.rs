@@ -694,11 +694,31 @@ pub const CPU_MODEL_VAR: &str = "COUNTERHAL_CPU_MODEL";
 /// What a successful `PAPI_library_init` did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Init {
-    /// It initialised the library: the components' set-up follows.
+    /// It initialised the library and set its components up.
     Made,
     /// The library was initialised already, in the same release: nothing was done, as PAPI
     /// returns at once.
     Already,
+}
+
+/// What the components' set-up at `PAPI_library_init` works on, under the library's lock (so
+/// that a call racing the initialisation waits for the lock and finds the set-up done): the
+/// new library, the store of what the process keeps for C, and the components
+/// `PAPI_disable_component` disabled before.
+pub struct SetUp<'a> {
+    /// The library being initialised.
+    pub library: &'a mut Library,
+    /// The store of what the process keeps for C.
+    pub kept: &'a mut Kept,
+    /// The components disabled by call, one bit per index.
+    disabled: u32,
+}
+
+impl SetUp<'_> {
+    /// Whether `PAPI_disable_component(cidx)` was called before initialisation.
+    pub fn disabled(&self, cidx: i32) -> bool {
+        u32::try_from(cidx).is_ok_and(|c| c < 32 && self.disabled & (1 << c) != 0)
+    }
 }
 
 /// `PAPI_library_init`: `version` is the `PAPI_VER_CURRENT` of the release the program was
@@ -710,7 +730,15 @@ pub enum Init {
 /// `PAPI_EINVAL` for a version of no release or of another release than the one chosen,
 /// `PAPI_ESYS` where no backend opens, `PAPI_EMISC` from a signal handler that interrupted a
 /// call holding the library's lock.
-pub fn library_init(version: i32, thread_id: fn() -> std::ffi::c_ulong) -> Result<Init, i32> {
+///
+/// Once the library is made, the calling thread (`this_thread`, its `PAPI_thread_id`) is
+/// known and `set_up` sets the components up, before the lock is given back.
+pub fn library_init(
+    version: i32,
+    thread_id: fn() -> std::ffi::c_ulong,
+    this_thread: std::ffi::c_ulong,
+    set_up: impl FnOnce(&mut SetUp<'_>),
+) -> Result<Init, i32> {
     let Some(release) = crate::release::Release::of_version(version) else {
         return Err(fail(EINVAL));
     };
@@ -761,7 +789,7 @@ pub fn library_init(version: i32, thread_id: fn() -> std::ffi::c_ulong) -> Resul
     }
     component.flags = description::component_flags(capabilities);
     let listed = natives.len();
-    guard.library = Some(Library {
+    let mut library = Library {
         chosen,
         natives,
         listed,
@@ -778,9 +806,19 @@ pub fn library_init(version: i32, thread_id: fn() -> std::ffi::c_ulong) -> Resul
         itimer_ns: ITIMER_NS,
         libpfm: crate::sys::pfm::Libpfm::default(),
         hypervisor,
-    });
+    };
     // Under the library's lock: no other call chose a release since the check above.
     let _ = crate::release::choose(release);
+    let process = &mut *guard;
+    if !process.threads.iter().any(|(t, _)| *t == this_thread) {
+        process.threads.push((this_thread, [0; 3]));
+    }
+    set_up(&mut SetUp {
+        library: &mut library,
+        kept: &mut process.kept,
+        disabled: process.disabled,
+    });
+    process.library = Some(library);
     INIT_STATE.fetch_or(1, Ordering::SeqCst);
     Ok(Init::Made)
 }

@@ -95,33 +95,30 @@ pub fn before_init() -> *const ComponentInfo {
 
 /// Initialises the component (at `PAPI_library_init`): finds the zones' events, disabled
 /// where there is none (`PAPI_ECMP`, saying so) or `PAPI_disable_component` disabled it.
-pub fn init() {
-    let disabled = crate::library::disabled(CIDX);
-    let events = match with(|library| Ok(library.system.clone())) {
-        Ok(system) if !disabled => {
-            let (tree, sockets) = machine(&system);
-            discover(&tree, sockets)
-        }
-        _ => Vec::new(),
+pub fn set_up(setup: &mut crate::library::SetUp<'_>) {
+    let disabled = setup.disabled(CIDX);
+    let (library, kept) = (&mut *setup.library, &mut *setup.kept);
+    let events = if disabled {
+        Vec::new()
+    } else {
+        let (tree, sockets) = machine(&library.system);
+        discover(&tree, sockets)
     };
-    let _ = crate::library::with_kept(|library, kept| {
-        let mut info = description();
-        info.initialized = 1;
-        let count = events.iter().filter(|e| !e.rapl).count() as i32;
-        (info.num_native_events, info.num_cntrs, info.num_mpx_cntrs) = (count, count, count);
-        if disabled {
-            info.disabled = 1;
-            set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
-        } else if count == 0 {
-            info.disabled = ECMP;
-            set_str(&mut info.disabled_reason, NO_ZONES);
-        }
-        // Kept for the process: a caller may hold the pointer PAPI_get_component_info gave.
-        let powercap = &mut library.components.powercap;
-        powercap.info = Some(kept.description(info));
-        powercap.events = events;
-        Ok(())
-    });
+    let mut info = description();
+    info.initialized = 1;
+    let count = events.iter().filter(|e| !e.rapl).count() as i32;
+    (info.num_native_events, info.num_cntrs, info.num_mpx_cntrs) = (count, count, count);
+    if disabled {
+        info.disabled = 1;
+        set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
+    } else if count == 0 {
+        info.disabled = ECMP;
+        set_str(&mut info.disabled_reason, NO_ZONES);
+    }
+    // Kept for the process: a caller may hold the pointer PAPI_get_component_info gave.
+    let powercap = &mut library.components.powercap;
+    powercap.info = Some(kept.description(info));
+    powercap.events = events;
 }
 
 /// The prefix of PAPI's `rapl` component's names, which this component takes where its zones

@@ -17,7 +17,7 @@
 
 use crate::codes::{ECMP, EINVAL, EISRUN, ENOEVNT, ENOSUPP, ENOTRUN, OK};
 use crate::info::{ComponentInfo, EventInfo, set_str};
-use crate::library::{DOM_USER, GRN_THR, Library, PapiSet, RUNNING, STOPPED, with};
+use crate::library::{DOM_USER, GRN_THR, Library, PapiSet, RUNNING, STOPPED, SetUp, with};
 use crate::names::{self, Code, Native};
 use crate::sys::sde::Api;
 
@@ -53,27 +53,25 @@ pub fn strip(name: &str) -> Option<&str> {
 /// Initialises the component (at `PAPI_library_init`): looks libsde's interface up in the
 /// process and describes the component in `library.sde_component`, disabled where libsde is
 /// not found (`PAPI_ECMP`, with PAPI's reason) or `PAPI_disable_component` disabled it.
-pub fn init() {
-    let disabled = crate::library::disabled(CIDX);
+pub fn set_up(setup: &mut SetUp<'_>) {
+    let disabled = setup.disabled(CIDX);
     let api = if disabled {
         None
     } else {
         crate::sys::sde::load()
     };
-    let _ = with(|library| {
-        library.components.sde = api;
-        let info = &mut library.sde_component;
-        **info = component_description();
-        info.initialized = 1;
-        if disabled {
-            info.disabled = 1;
-            set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
-        } else if api.is_none() {
-            info.disabled = ECMP;
-            set_str(&mut info.disabled_reason, DISABLED_REASON);
-        }
-        Ok(())
-    });
+    let library = &mut *setup.library;
+    library.components.sde = api;
+    let info = &mut library.sde_component;
+    **info = component_description();
+    info.initialized = 1;
+    if disabled {
+        info.disabled = 1;
+        set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
+    } else if api.is_none() {
+        info.disabled = ECMP;
+        set_str(&mut info.disabled_reason, DISABLED_REASON);
+    }
 }
 
 /// The component's description before initialisation, as PAPI 7.0 lists its compiled-in

@@ -353,40 +353,38 @@ fn may_count_cpus(system: &System) -> bool {
 /// Initialises the component (at `PAPI_library_init`, after the library): lists the events of
 /// the model's boxes this machine has; disabled, saying why, where there is none, where the
 /// system forbids CPU-wide counting, or where `PAPI_disable_component` disabled it.
-pub fn init() {
-    let by_call = crate::library::disabled(CIDX);
-    let _ = crate::library::with_kept(|library, kept| {
-        let mut info = description();
-        info.initialized = 1;
-        let events = if by_call { Vec::new() } else { listed(library) };
-        info.num_native_events = events.len() as i32;
-        // "PMUs supported": libpfm4's names of the boxes here, as PAPI lists the PMUs its
-        // libpfm4 detects (kept for the process: the description points at them).
-        if !by_call {
-            let present = present_boxes(library);
-            for (slot, name) in info.pmu_names.iter_mut().zip(present) {
-                *slot = kept.name(&name.libpfm4_name()).as_ptr() as usize;
-            }
+pub fn set_up(setup: &mut crate::library::SetUp<'_>) {
+    let by_call = setup.disabled(CIDX);
+    let (library, kept) = (&mut *setup.library, &mut *setup.kept);
+    let mut info = description();
+    info.initialized = 1;
+    let events = if by_call { Vec::new() } else { listed(library) };
+    info.num_native_events = events.len() as i32;
+    // "PMUs supported": libpfm4's names of the boxes here, as PAPI lists the PMUs its
+    // libpfm4 detects (kept for the process: the description points at them).
+    if !by_call {
+        let present = present_boxes(library);
+        for (slot, name) in info.pmu_names.iter_mut().zip(present) {
+            *slot = kept.name(&name.libpfm4_name()).as_ptr() as usize;
         }
-        if by_call {
-            info.disabled = 1;
-            set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
-        } else if !may_count_cpus(&library.system) {
-            info.disabled = ECMP;
-            set_str(&mut info.disabled_reason, NO_PERMISSION);
-        } else if events.is_empty() {
-            info.disabled = ECMP;
-            set_str(&mut info.disabled_reason, NO_UNCORE);
-        }
-        let uncore = &mut library.components.uncore;
-        uncore.info = Some(kept.description(info));
-        uncore.events = if info.disabled == 0 {
-            events
-        } else {
-            Vec::new()
-        };
-        Ok(())
-    });
+    }
+    if by_call {
+        info.disabled = 1;
+        set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
+    } else if !may_count_cpus(&library.system) {
+        info.disabled = ECMP;
+        set_str(&mut info.disabled_reason, NO_PERMISSION);
+    } else if events.is_empty() {
+        info.disabled = ECMP;
+        set_str(&mut info.disabled_reason, NO_UNCORE);
+    }
+    let uncore = &mut library.components.uncore;
+    uncore.info = Some(kept.description(info));
+    uncore.events = if info.disabled == 0 {
+        events
+    } else {
+        Vec::new()
+    };
 }
 
 /// `PAPI_num_cmp_hwctrs` of the component: its description's counters (none are counted

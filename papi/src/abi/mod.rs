@@ -128,25 +128,19 @@ fn loaded_as() -> Release {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_library_init(version: c_int) -> c_int {
     guard(|| {
-        // Held over the components' set-up, so that a second caller returns once it is done.
-        // Static and apart from the library's lock: the set-up it covers takes that lock once
-        // per component, so it cannot be held inside it.
-        static SETTING_UP: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _setting_up = SETTING_UP
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match library::library_init(version, || threads::own_id()) {
-            Ok(library::Init::Already) => version,
-            Ok(library::Init::Made) => {
-                // Forks counted from here on, before any set (`counterhal_cboundary::forks`).
-                let _ = counterhal_cboundary::forks();
-                threads::know_this_thread();
-                crate::sde::init();
-                crate::uncore::init();
-                crate::powercap::init();
-                crate::components::fill_component_zero();
-                version
-            }
+        // The components are set up under the library's lock, within the initialisation, so
+        // that a second caller returns once it is done.
+        let set_up = |setup: &mut library::SetUp<'_>| {
+            // Forks counted from here on, before any set (`counterhal_cboundary::forks`).
+            let _ = counterhal_cboundary::forks();
+            crate::sde::set_up(setup);
+            crate::uncore::set_up(setup);
+            crate::powercap::set_up(setup);
+            crate::components::fill_zero(setup.library, setup.kept);
+        };
+        let this_thread = threads::PAPI_thread_id();
+        match library::library_init(version, || threads::own_id(), this_thread, set_up) {
+            Ok(library::Init::Already | library::Init::Made) => version,
             Err(code) => code,
         }
     })
