@@ -15,7 +15,8 @@ use facade::OverflowCallback;
 /// How many overflowing events the process may have at once.
 pub const SLOTS: usize = 64;
 
-/// One overflowing event: its set, its C handler, and its bit in the overflow vector.
+/// One overflowing event: its set, its C handler, its bit in the overflow vector, and its
+/// profile where it is profiled.
 pub struct Slot {
     /// The event set's handle; -1 when the slot is free.
     pub set: AtomicI32,
@@ -24,6 +25,10 @@ pub struct Slot {
     pub handler: AtomicUsize,
     /// The overflow vector given to the handler: the event's bit (`1 << index in the set`).
     pub vector: AtomicI64,
+    /// The event's profile: the address of a leaked `Profile` (`PAPI_sprofil`), 0 for none. A
+    /// profile replaced or turned off is not freed: a sample may be reading it in a signal
+    /// handler (a few bytes per `PAPI_sprofil` call).
+    pub profile: AtomicUsize,
 }
 
 /// The slots.
@@ -35,14 +40,9 @@ pub static TABLE: [Slot; SLOTS] = [const {
         set: AtomicI32::new(-1),
         handler: AtomicUsize::new(0),
         vector: AtomicI64::new(0),
+        profile: AtomicUsize::new(0),
     }
 }; SLOTS];
-
-/// The profile of each overflow slot: the address of a leaked `Profile` (`PAPI_sprofil`), 0 for none. A
-/// profile replaced or turned off is not freed: a sample may be reading it in a signal
-/// handler (a few bytes per `PAPI_sprofil` call).
-/// Static beside the lock: the overflow signal's handler reads them.
-pub static PROFILES: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
 
 /// One event's overflow, as `PAPI_overflow` set it.
 #[derive(Clone, Copy, Debug)]
@@ -96,17 +96,15 @@ pub fn handler_of(slot: usize) -> Option<(usize, i32, i64)> {
 
 /// Whether `slot` is a profiled event's (`PAPI_profil`, `PAPI_sprofil`).
 pub fn profiles(slot: usize) -> bool {
-    PROFILES
+    TABLE
         .get(slot)
-        .is_some_and(|p| p.load(Ordering::Acquire) != 0)
+        .is_some_and(|s| s.profile.load(Ordering::Acquire) != 0)
 }
 
 /// Frees `slot`.
 pub fn free_slot(slot: usize) {
     if let Some(s) = TABLE.get(slot) {
-        if let Some(p) = PROFILES.get(slot) {
-            p.store(0, Ordering::Release);
-        }
+        s.profile.store(0, Ordering::Release);
         s.handler.store(0, Ordering::Release);
         s.set.store(-1, Ordering::Release);
     }

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use super::guard;
 use crate::codes::{EINVAL, OK};
-use crate::overflow::PROFILES;
+use crate::overflow::TABLE;
 use crate::profile::{self, Buffer, Profile};
 use crate::set_overflow;
 
@@ -30,7 +30,7 @@ const _: () =
 /// Adds a sample at `pc` to the profile of overflow slot `slot`; whether the slot profiles.
 /// Async-signal-safe: atomics and plain writes to the caller's buffer.
 pub fn record(slot: usize, pc: usize) -> bool {
-    let Some(address) = PROFILES.get(slot).map(|p| p.load(Ordering::Acquire)) else {
+    let Some(address) = TABLE.get(slot).map(|s| s.profile.load(Ordering::Acquire)) else {
         return false;
     };
     if address == 0 {
@@ -96,7 +96,7 @@ fn profile_with(
     ) {
         (Ok(Some(slot)), Ok(settled)) => {
             let leaked = Box::into_raw(Box::new(settled)) as usize;
-            PROFILES[slot].store(leaked, Ordering::Release);
+            TABLE[slot].profile.store(leaked, Ordering::Release);
             OK
         }
         (Ok(_), _) => OK,
