@@ -443,7 +443,10 @@ pub const SDE_COMPONENT: i32 = UNCORE_COMPONENT + 1;
 pub const UNCORE_COMPONENT: i32 = 1;
 
 /// What a process's PAPI holds: the settings a program may give before
-/// `PAPI_library_init`, the last error, and the library once initialised.
+/// `PAPI_library_init`, the last error, the library once initialised, the threads known, the
+/// high-level interface's record, and what C holds pointers to. Every call reaches it
+/// through the one lock (`PROCESS`); the statics beside it are those that lock cannot
+/// serve (each says why).
 pub struct Process {
     /// The components `PAPI_disable_component` disabled before initialisation, one bit per
     /// index.
@@ -479,8 +482,13 @@ pub type KnownThread = (std::ffi::c_ulong, [usize; 3]);
 impl Process {
     /// Whether `PAPI_disable_component(cidx)` was called before initialisation.
     fn disables(&self, cidx: i32) -> bool {
-        u32::try_from(cidx).is_ok_and(|c| c < 32 && self.disabled & (1 << c) != 0)
+        disabled_in(self.disabled, cidx)
     }
+}
+
+/// Whether component `cidx` has its bit in `disabled` (one bit per index, up to 31).
+fn disabled_in(disabled: u32, cidx: i32) -> bool {
+    u32::try_from(cidx).is_ok_and(|c| c < 32 && disabled & (1 << c) != 0)
 }
 
 /// The process's PAPI, behind the one lock every call on the library takes.
@@ -717,7 +725,7 @@ pub struct SetUp<'a> {
 impl SetUp<'_> {
     /// Whether `PAPI_disable_component(cidx)` was called before initialisation.
     pub fn disabled(&self, cidx: i32) -> bool {
-        u32::try_from(cidx).is_ok_and(|c| c < 32 && self.disabled & (1 << c) != 0)
+        disabled_in(self.disabled, cidx)
     }
 }
 
