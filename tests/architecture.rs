@@ -241,8 +241,8 @@ fn rooms_named(text: &str, prefix: &str) -> BTreeSet<String> {
     named
 }
 
-/// The rooms of a crate's `src` (its top-level modules, a folder one room, as
-/// `farm-studio look` draws them) and the rooms each imports: `crate::room`, a brace list's
+/// The rooms of a crate's `src` (its top-level modules, a folder one room) and the rooms
+/// each imports: `crate::room`, a brace list's
 /// rooms, and a top-level file's `super::room`, in the code before its tests.
 fn rooms(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -279,8 +279,7 @@ fn rooms(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
 /// operating system at the bottom (`papi/src/sys/`: signals, libpfm4 and libsde found at run
 /// time, importing no room of the crate); no room imports one above it (the rooms, a folder
 /// one room, import one another without a circle, so each stands above all it imports).
-/// Oracle: the crate's sources, as `farm-studio look papi/src` reads them ("arrows that run
-/// back up": 0).
+/// Oracle: the crate's sources, read by [`rooms`] (imports that run back up: 0).
 #[test]
 fn libpapi_runs_in_layers() {
     let graph = rooms(&root().join("papi/src"));
