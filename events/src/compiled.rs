@@ -217,6 +217,29 @@ pub(crate) fn count() -> usize {
     crate::table!(Models, Body, "BODIES").len()
 }
 
+/// Whether shipped model `index` has a native event or an event alias named `name` (ASCII
+/// case aside, as [`CpuModel::event`] and the aliases look names up), read from its rows
+/// without making the model: what resolving a plain name needs to know before the model is
+/// made whole.
+pub(crate) fn model_spells(index: usize, name: &str) -> bool {
+    let Some(body) = crate::table!(Models, Body, "BODIES").get(index) else {
+        return false;
+    };
+    let events = crate::table!(Models, Event, "EVENTS");
+    let native = crate::table!(Models, u16, "EVENT_LISTS")
+        .range(body.events)
+        .iter()
+        .filter_map(|i| events.get(usize::from(i)))
+        .any(|row| row.name.text().eq_ignore_ascii_case(name));
+    native
+        || listed::<(Str, Str)>(
+            crate::table!(Models, "ALIASES"),
+            crate::table!(Models, "ALIAS_LISTS"),
+            body.aliases,
+        )
+        .any(|(key, _)| key.text().eq_ignore_ascii_case(name))
+}
+
 /// Shipped model `index`'s full content: its header (from the shipped index) with the events,
 /// mappings, refused presets and event aliases the build loaded from its files.
 pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {

@@ -297,6 +297,15 @@ impl ShippedModel {
         self.header.get_or_init(|| self.indexed.header())
     }
 
+    /// Whether the model, not yet made whole, has no native event and no event alias named
+    /// `name`: `None` once it is made (look in it then).
+    fn spells_not(&self, name: &str) -> Option<bool> {
+        if self.full.get().is_some() {
+            return None;
+        }
+        Some(!crate::compiled::model_spells(self.index, name))
+    }
+
     /// The full model, made from its body's rows on the first call.
     fn model(&self) -> &CpuModel {
         self.full
@@ -471,6 +480,15 @@ impl Database {
     /// Every CPU model, in match order (parsing each shipped model not used yet).
     pub fn models(&self) -> impl Iterator<Item = &CpuModel> {
         self.entries().iter().map(Entry::model)
+    }
+
+    /// Whether model `id` is a shipped one not yet made whole that has no native event and no
+    /// event alias named `name`; false where it is made, loaded, or unknown.
+    pub(crate) fn model_spells_not(&self, id: &str, name: &str) -> bool {
+        match self.entry(id) {
+            Some(Entry::Shipped(shipped)) => shipped.spells_not(name).unwrap_or(false),
+            _ => false,
+        }
     }
 
     /// The model with this id or alias (case-insensitive), or the model perf's CPU signature

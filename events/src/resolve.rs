@@ -66,6 +66,17 @@ impl Database {
         {
             return ok;
         }
+        // A plain name (no PMU, no unit mask) that the model, not yet made whole, spells
+        // neither as a native event nor as an alias resolves alike without it where perf's
+        // own encoding comes first and has one (`cycles`, `instructions`): the model is then
+        // not made for it (perf's default events on a host's model, `stat -- true`).
+        if let Some(id) = cpu
+            && accepts.families.first() == Some(&Family::Perf)
+            && plain_name(event).is_some_and(|name| self.model_spells_not(id, name))
+            && let ok @ Ok(_) = self.resolve_own(None, event, accepts)
+        {
+            return ok;
+        }
         let model = if crate::built::MODELS_BUILT {
             cpu.and_then(|id| self.model(id))
         } else {
@@ -139,6 +150,21 @@ fn spells_no_native(event: &str) -> bool {
                     .any(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':')))
         }
         _ => false,
+    }
+}
+
+/// The name of `event` where it is a plain name, as a model's native event or alias could be
+/// spelled in full: no PMU, not `EVENT.UNIT_MASK`, no unit mask (modifiers allowed:
+/// `cycles:u`).
+fn plain_name(event: &str) -> Option<&str> {
+    match parse_event(event) {
+        Ok(ParsedEvent::Named(spec))
+            if spec.pmu.is_none() && !spec.dotted && spec.unit_masks.is_empty() =>
+        {
+            let name = event.split(':').next()?;
+            (name.eq_ignore_ascii_case(&spec.name)).then_some(name)
+        }
+        _ => None,
     }
 }
 
@@ -612,6 +638,58 @@ pub(crate) mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// A plain name resolves on a model not yet made whole (which then stays unmade: the
+    /// shortcut of `resolve_exact`) exactly as it does once the model is made, for every
+    /// shipped model, perf's default events and the other generalized names, with and
+    /// without a modifier; and a name a model spells natively (`BRANCHES` on p5, an alias)
+    /// still takes the model's. Oracle: the same database's resolution through the made model.
+    #[test]
+    fn a_plain_name_resolves_alike_before_its_model_is_made() {
+        let names = crate::perf::STAT_DEFAULT_EVENTS.into_iter().chain([
+            "cpu-cycles",
+            "ref-cycles",
+            "bus-cycles",
+            "cache-misses",
+            "cache-references",
+            "stalled-cycles-frontend",
+            "L1-dcache-load-misses",
+            "LLC-loads",
+            "cycles:u",
+            "instructions:k",
+            "branches",
+            "BRANCHES",
+            "page-faults:u",
+        ]);
+        let names: Vec<&str> = names.collect();
+        let shortcut = Database::parse_shipped().unwrap();
+        let made = Database::parse_shipped().unwrap();
+        let ids: Vec<String> = made.ids().collect();
+        assert!(ids.len() > 10, "{ids:?}");
+        let mut taken = 0;
+        for id in &ids {
+            // Made whole first in `made`: the normal path.
+            made.model(id).unwrap();
+            for name in &names {
+                let plain = plain_name(name).is_some_and(|n| shortcut.model_spells_not(id, n));
+                taken += usize::from(plain);
+                let ours = shortcut.resolve(Some(id), name, &PERF);
+                let theirs = made.resolve(Some(id), name, &PERF);
+                assert_eq!(
+                    format!("{ours:?}"),
+                    format!("{theirs:?}"),
+                    "{id} {name} (shortcut {plain})"
+                );
+            }
+        }
+        assert!(taken > ids.len(), "the shortcut was taken {taken} times");
+        // `BRANCHES` is p5's native event: the shortcut is not taken for it there.
+        let fresh = Database::parse_shipped().unwrap();
+        assert!(made.model("p5").unwrap().event("BRANCHES").is_some());
+        assert!(!fresh.model_spells_not("p5", "BRANCHES"));
+        assert!(!fresh.model_spells_not("p5", "branches"));
+        assert!(fresh.model_spells_not("p5", "cycles"));
     }
 
     /// A unit mask on a generalized event names what kind of event it is: perf's own
