@@ -316,8 +316,21 @@ fn each_odd_name_is_followed_and_counted_under_a_label_of_its_own() {
     ];
     let mut served = Served::start(&args);
     served.scrape();
-    std::thread::sleep(Duration::from_millis(1000));
-    let body = served.scrape();
+    // A second of the busy task's CPU (on a busy machine it gets less of each second: up to
+    // 10 s of waiting for a tenth of a second).
+    let busy_label = format!("/counterhal-test-{}-odd/odd/a\\XFF", std::process::id());
+    let waited = std::time::Instant::now();
+    let body = loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let body = served.scrape();
+        let busy = cgroups(&body)
+            .into_iter()
+            .find(|(l, _)| *l == busy_label)
+            .map(|(_, v)| v);
+        if busy.is_some_and(|v| v > 0.1) || waited.elapsed() > Duration::from_secs(10) {
+            break body;
+        }
+    };
     let found = subtree.found("odd", 1);
     assert_eq!(found.len(), 9);
     let labels = cgroups(&body);
@@ -363,7 +376,9 @@ const CHURN: &str = r#"
 cd -P "$1" || exit 1
 i=0
 end=$(( $(date +%s) + $2 ))
-while [ "$(date +%s)" -lt "$end" ]; do
+cap=$(( end + 30 ))
+# $2 seconds, and at least 48 cgroups where the machine is busy (30 s more at most).
+while [ "$(date +%s)" -lt "$end" ] || { [ "$i" -lt 48 ] && [ "$(date +%s)" -lt "$cap" ]; }; do
   i=$((i + 1))
   mkdir "c$i" && sleep 0.02 && rmdir "c$i" || exit 1
 done
