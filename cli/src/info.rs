@@ -126,6 +126,33 @@ fn no_core_pmu(system: &System) -> String {
     )
 }
 
+/// The hierarchy each of serve's cgroup modes follows here, and what each cannot see.
+#[cfg(feature = "serve")]
+fn cgroups(out: &mut String, system: &System) {
+    let hierarchies = counterhal_serve::hierarchy::Hierarchies::of(system);
+    for (mode, bpf) in [("perf-event", false), ("bpf", true)] {
+        let Some(followed) = hierarchies.followed(bpf) else {
+            _ = writeln!(
+                out,
+                "cgroups: serve's {mode} mode finds no hierarchy to follow"
+            );
+            continue;
+        };
+        let kind = match hierarchies.perf_event_v1.as_deref() == Some(followed) {
+            true => "cgroup v1, perf_event",
+            false => "cgroup v2",
+        };
+        _ = writeln!(
+            out,
+            "cgroups: serve's {mode} mode follows {} ({kind})",
+            followed.display()
+        );
+        for unseen in hierarchies.unseen(system, bpf) {
+            _ = writeln!(out, "  not counted: {unseen}");
+        }
+    }
+}
+
 /// Runs `counterhal info`.
 pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
@@ -185,6 +212,8 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
         _ = writeln!(out, "perf_event_paranoid: {paranoid}");
         let rdpmc = rdpmc_status(&system, cores.as_deref().unwrap_or_default());
         _ = writeln!(out, "rdpmc:   {rdpmc}");
+        #[cfg(feature = "serve")]
+        cgroups(&mut out, &system);
     }
     _ = writeln!(out, "backends:");
     let probes = counterhal::probe_all(&context);

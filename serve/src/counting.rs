@@ -956,8 +956,13 @@ mod tests {
             &["page-faults".to_string()],
         )
         .unwrap();
-        let cgroups = match Cgroups::open(&backend, &plan.exported, &[0], CgroupModeArg::Auto, 1024)
-        {
+        let cgroups = match Cgroups::open(
+            &backend,
+            &plan.exported,
+            &[0],
+            (CgroupModeArg::Auto, 1024),
+            None,
+        ) {
             Ok(Some(cgroups)) => cgroups,
             Ok(None) => panic!("page-faults counts per cgroup"),
             Err(e) => skip!(Need::System, "no cgroup counting here: {e}"),
@@ -1034,8 +1039,13 @@ mod tests {
         )
         .unwrap();
         let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
-        let cgroups = match Cgroups::open(&backend, &plan.exported, &cpus, CgroupModeArg::Auto, 16)
-        {
+        let cgroups = match Cgroups::open(
+            &backend,
+            &plan.exported,
+            &cpus,
+            (CgroupModeArg::Auto, 16),
+            None,
+        ) {
             Ok(Some(cgroups)) => cgroups,
             Ok(None) => panic!("page-faults counts per cgroup"),
             Err(e) => skip!(Need::System, "no cgroup counting here: {e}"),

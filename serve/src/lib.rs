@@ -9,8 +9,9 @@
 //! [`scrape`] (`/metrics` rendered under the counters' lock, and `/`), is the one thing the
 //! server is given. The domain's rooms: [`events`] (what each name is: its family, unit, PMU
 //! and CPUs), [`counting`] (the sets per CPU and cgroup, read without allocating),
-//! [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`discovery`] (the cgroups and
-//! CPUs followed) with `follower` (a thread following them as they come and go), [`labels`]
+//! [`per_cgroup`] (the cgroups' counter, BPF or perf events), [`hierarchy`] (the cgroup
+//! hierarchy each mode follows, v1's perf_event or v2, and what it cannot see), [`discovery`]
+//! (the cgroups and CPUs followed) with `follower` (a thread following them as they come and go), [`labels`]
 //! (where a cgroup's labels come from: its path, the kubelet's and slurmstepd's layouts, the
 //! kubelet's log directories), [`text_format`] (the two text formats, the one writer of
 //! families), [`mod@rules`] (the metrics as recording rules), [`budget`] (the descriptors the
@@ -39,6 +40,7 @@ mod events;
 #[cfg(target_os = "linux")]
 mod follower;
 mod health;
+pub mod hierarchy;
 pub mod http;
 mod labels;
 mod log;
@@ -216,36 +218,64 @@ fn choose(context: counterhal::Context) -> Result<counterhal::Chosen, Failure> {
 }
 
 /// The counter of the cgroups `watch` follows (none where it follows none, or no event
-/// counts per cgroup), in `--cgroup-mode`'s mode, on the CPUs online, and `watch` on the
-/// mount that mode counts in (the cgroup v2 mount in the BPF mode). The BPF mode's map holds
-/// the cgroups followed, `--max-cgroups` of them.
+/// counts per cgroup), in `--cgroup-mode`'s mode (Auto the perf-event mode where
+/// `hierarchies` has the perf_event controller on cgroup v1), on the CPUs online, and
+/// `watch` on the mount that mode counts in (the cgroup v2 mount in the BPF mode). The BPF
+/// mode's map holds the cgroups followed, `--max-cgroups` of them.
 ///
 /// # Errors
 /// `--cgroup-mode bpf` where BPF cannot count here, with why and what would allow it; an
 /// event the counter does not take (exit 1).
 fn cgroup_counter(
     args: &Config,
-    backend: &counterhal::Chosen,
-    plan: &events::Plan,
+    (backend, plan): (&counterhal::Chosen, &events::Plan),
     mut watch: discovery::Watch,
+    hierarchies: &hierarchy::Hierarchies,
 ) -> Result<(Option<per_cgroup::Cgroups>, discovery::Watch), Failure> {
     if !watch.follows() {
         return Ok((None, watch));
     }
     let counted = counting::counted(&counterhal::online_cpus(), args.cpus.as_ref());
     let cpus: Vec<u32> = counted.iter().collect();
+    let not_bpf = match args.cgroup_mode {
+        CgroupModeArg::Auto => hierarchies.perf_events_first(),
+        _ => None,
+    };
+    let mode = match not_bpf {
+        Some(_) => CgroupModeArg::PerfEvents,
+        None => args.cgroup_mode,
+    };
     let cgroups = per_cgroup::Cgroups::open(
         backend,
         &plan.exported,
         &cpus,
-        args.cgroup_mode,
-        args.max_cgroups,
+        (mode, args.max_cgroups),
+        not_bpf,
     )
     .map_err(Failure::failed)?;
     if let Some(root) = cgroups.as_ref().and_then(per_cgroup::Cgroups::root) {
         watch.root_at(root.to_path_buf());
     }
     Ok((cgroups, watch))
+}
+
+/// Says on standard error the mode `cgroups` are counted in, and what that mode cannot see
+/// of `hierarchies` (`system`'s), once each.
+fn say_mode(
+    cgroups: &per_cgroup::Cgroups,
+    hierarchies: &hierarchy::Hierarchies,
+    system: &counterhal_system::System,
+) {
+    let said = format!("cgroups counted in the mode {}", cgroups.mode_said());
+    let mode: &[(&str, &dyn std::fmt::Display)] = &[("mode", &cgroups.mode_name())];
+    match cgroups.moves_settled() {
+        Some(false) => log::warn(&said, mode),
+        _ => log::info(&said, mode),
+    };
+    let bpf = cgroups.mode_name() == "bpf";
+    for unseen in hierarchies.unseen(system, bpf) {
+        log::warn("cgroups not counted", &[("reason", &unseen)]);
+    }
 }
 
 /// `--kubelet-logs`: the kubelet's log directories, read once now, with how many pods and
@@ -341,7 +371,8 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
     let health = Arc::new(health::Health::new(backend.name(), &system));
     let limit = sys::raise_open_files().unwrap_or(1024);
     // Before the budget's baseline: the BPF mode's counters are held whatever the cgroups.
-    let (cgroups, watch) = cgroup_counter(&args, &backend, &plan, watch)?;
+    let hierarchies = hierarchy::Hierarchies::of(&system);
+    let (cgroups, watch) = cgroup_counter(&args, (&backend, &plan), watch, &hierarchies)?;
     let budget = budget::Budget::new(limit, args.max_connections as usize);
     let mut exporter = counting::Exporter::new(backend, plan, watch, budget, cgroups);
     exporter.per_cpu = args.per_cpu;
@@ -377,12 +408,7 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
     // After the address (the first line said), how the cgroups are counted, what does not
     // open.
     if let Some(cgroups) = &exporter.cgroups {
-        let said = format!("cgroups counted in the mode {}", cgroups.mode_said());
-        let mode: &[(&str, &dyn std::fmt::Display)] = &[("mode", &cgroups.mode_name())];
-        match cgroups.moves_settled() {
-            Some(false) => log::warn(&said, mode),
-            _ => log::info(&said, mode),
-        };
+        say_mode(cgroups, &hierarchies, &exporter.system);
     }
     // After the address (the log's first line), as what it reads is said.
     exporter.kubelet_logs = kubelet_logs(&args);

@@ -151,13 +151,17 @@ mod linux {
         capacity: u32,
         /// The parents whose new children the counter follows itself.
         adopting: std::collections::HashSet<PathBuf>,
+        /// Why the perf-event mode was taken over BPF where Auto was asked for, when the
+        /// exporter chose it (the perf_event controller on a cgroup v1 hierarchy).
+        not_bpf: Option<String>,
     }
 
     impl Cgroups {
         /// Opens the counter of `events` (those that count per cgroup, their groups as
         /// groups) on `cpus`, in the mode `choice` asks for; `None` where no event counts per
-        /// cgroup. The BPF mode's
-        /// map holds room for `capacity` followed cgroups.
+        /// cgroup. The BPF mode's map holds room for `capacity` followed cgroups. `not_bpf`:
+        /// why the perf-event mode is taken over BPF where Auto was asked for (`choice` is
+        /// then [`CgroupModeArg::PerfEvents`]).
         ///
         /// # Errors
         /// Under [`CgroupModeArg::Bpf`], why BPF cannot count here (privileges, kernel,
@@ -167,8 +171,8 @@ mod linux {
             backend: &Chosen,
             events: &[Exported],
             cpus: &[u32],
-            choice: CgroupModeArg,
-            capacity: u32,
+            (choice, capacity): (CgroupModeArg, u32),
+            not_bpf: Option<String>,
         ) -> Result<Option<Cgroups>, Error> {
             let columns: Vec<usize> = (0..events.len())
                 .filter(|&i| events[i].cpus.is_none() && events[i].resolved.terms.len() == 1)
@@ -199,6 +203,7 @@ mod linux {
                 choice,
                 capacity,
                 adopting: std::collections::HashSet::new(),
+                not_bpf,
             }))
         }
 
@@ -213,7 +218,8 @@ mod linux {
             events: &[Exported],
             cpus: &[u32],
         ) -> Result<Option<Cgroups>, Error> {
-            Cgroups::open(backend, events, cpus, self.choice, self.capacity)
+            let mode = (self.choice, self.capacity);
+            Cgroups::open(backend, events, cpus, mode, self.not_bpf.clone())
         }
 
         /// The exported events counted per cgroup (indices into the exporter's events), in
@@ -230,7 +236,10 @@ mod linux {
         /// The mode, what it opens, and where BPF was not taken, why; in the BPF mode, where
         /// a task moved between cgroups while it runs is counted wrong, why.
         pub fn mode_said(&self) -> String {
-            let mode = self.counter.mode().to_string();
+            let mode = match &self.not_bpf {
+                Some(why) => format!("{} (not bpf: {why})", self.counter.mode()),
+                None => self.counter.mode().to_string(),
+            };
             match self.counter.moves_unsettled() {
                 Some(why) => format!(
                     "{mode}; a task that moves itself between cgroups while it runs (cgexec, \
@@ -288,6 +297,7 @@ mod linux {
                 CgroupMode::PerfEvents {
                     why_not_bpf: Some(why),
                 } => Some(why),
+                CgroupMode::PerfEvents { why_not_bpf: None } => self.not_bpf.as_deref(),
                 _ => None,
             }
         }
@@ -465,8 +475,8 @@ mod elsewhere {
             _: &Chosen,
             _: &[Exported],
             _: &[u32],
-            _: CgroupModeArg,
-            _: u32,
+            _: (CgroupModeArg, u32),
+            _: Option<String>,
         ) -> Result<Option<Cgroups>, Error> {
             Ok(None)
         }

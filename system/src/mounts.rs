@@ -85,11 +85,16 @@ impl System {
     /// with the `perf_event` controller, else the last cgroup2 mount; `None` where neither is
     /// mounted (or the mounts cannot be read).
     pub fn cgroup_mount(&self) -> Option<PathBuf> {
+        self.cgroup_v1_mount("perf_event")
+            .or_else(|| self.cgroup2_mount())
+    }
+
+    /// The first cgroup v1 hierarchy mounted with the controller `controller` (`perf_event`,
+    /// `freezer`); `None` where none is (or the mounts cannot be read).
+    pub fn cgroup_v1_mount(&self, controller: &str) -> Option<PathBuf> {
         let mounts = self.mounts()?;
-        match mounts.iter().find(|m| m.is_cgroup_v1_with("perf_event")) {
-            Some(v1) => Some(v1.mount_point.clone()),
-            None => last_cgroup2(&mounts),
-        }
+        let v1 = mounts.iter().find(|m| m.is_cgroup_v1_with(controller))?;
+        Some(v1.mount_point.clone())
     }
 
     /// The last cgroup2 mount (the unified hierarchy, where the BPF mode of per-cgroup
@@ -163,6 +168,15 @@ mod tests {
             Some(PathBuf::from("/sys/fs/cgroup/perf event"))
         );
         assert_eq!(system.cgroup2_mount(), unified);
+        assert_eq!(
+            system.cgroup_v1_mount("perf_event"),
+            Some(PathBuf::from("/sys/fs/cgroup/perf event"))
+        );
+        assert_eq!(
+            system.cgroup_v1_mount("pids"),
+            Some(PathBuf::from("/sys/fs/cgroup/pids"))
+        );
+        assert_eq!(system.cgroup_v1_mount("freezer"), None);
         assert_eq!(system.controller_hierarchy("perf_event"), Some(7));
         assert_eq!(system.controller_hierarchy("cpu"), Some(0));
         assert_eq!(system.controller_hierarchy("rdma"), None);

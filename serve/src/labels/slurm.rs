@@ -1,6 +1,6 @@
 //! The Slurm job, step and task a cgroup belongs to, read from its path as slurmstepd's
-//! cgroup v2 plugin names them, for the `slurm_job_id` (or `slurm_sluid`), `slurm_step` and
-//! `slurm_task` labels of its series.
+//! cgroup plugins name them (v2's, and v1's below), for the `slurm_job_id` (or
+//! `slurm_sluid`), `slurm_step` and `slurm_task` labels of its series.
 //!
 //! The plugin (Slurm 25.11, src/plugins/cgroup/v2/cgroup_v2.c) makes one scope for every
 //! slurmstepd of the node, `<CgroupSlice>/slurmstepd.scope` below PID 1's cgroup (cgroup.conf's
@@ -19,6 +19,14 @@
 //! Jobs are recognized there only ([`Slurmstepd`]): a `slurmstepd.scope` anywhere else is a
 //! cgroup that whoever may make cgroups there named so (a user's delegated subtree), not
 //! slurmstepd's.
+//!
+//! The cgroup v1 plugin (src/plugins/cgroup/v1/xcgroup.c, `xcgroup_create_hierarchy`) makes,
+//! in each v1 hierarchy it uses, `<prepend>/uid_<uid>/job_<id>/step_<step>` and in the step
+//! `task_<n>` (`_handle_task_cgroup`), the prepend `slurm` at the top of the hierarchy
+//! (`slurm_<NodeName>` where Slurm is built for several slurmd on a node: src/common/
+//! cgroup.c). It uses freezer, cpuset, memory and devices, never perf_event: a job's tasks are
+//! in a perf_event cgroup only where something else places them there in the same layout
+//! (a SPANK plugin), which serve then labels as these.
 
 /// The Slurm labels of a job's (or a step's, or a task's) cgroup.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,6 +97,11 @@ impl Slurmstepd {
     /// scope and its `system` included, and any cgroup outside this slurmstepd's scope).
     pub fn job(&self, path: &str) -> Option<Job> {
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        self.job_in_scope(&parts).or_else(|| job_of_v1(&parts))
+    }
+
+    /// The job of the cgroup path `parts` in the cgroup v2 plugin's layout.
+    fn job_in_scope(&self, parts: &[&str]) -> Option<Job> {
         let starts = parts.len() > self.slice.len() + 1
             && parts.iter().zip(&self.slice).all(|(p, s)| p == s);
         if !starts {
@@ -126,6 +139,35 @@ impl Slurmstepd {
             task: task.unwrap_or_default().to_string(),
         })
     }
+}
+
+/// The job of the cgroup path `parts` in the cgroup v1 plugin's layout
+/// (`slurm[_<node>]/uid_<uid>/job_<id>/step_<step>/task_<n>`, at the top of a hierarchy);
+/// `None` for any other cgroup (`slurm/system`, slurmd's own, included).
+fn job_of_v1(parts: &[&str]) -> Option<Job> {
+    let prepend = *parts.first()?;
+    let node = prepend
+        .strip_prefix("slurm_")
+        .is_some_and(|n| !n.is_empty());
+    if prepend != "slurm" && !node {
+        return None;
+    }
+    number(parts.get(1)?.strip_prefix("uid_")?)?;
+    let job_id = number(parts.get(2)?.strip_prefix("job_")?)?;
+    let step = parts
+        .get(3)
+        .and_then(|p| p.strip_prefix("step_"))
+        .filter(|s| is_step(s));
+    let task = match (step, parts.get(4)) {
+        (Some(_), Some(part)) => part.strip_prefix("task_").and_then(number),
+        _ => None,
+    };
+    Some(Job {
+        job_id: job_id.to_string(),
+        sluid: String::new(),
+        step: step.unwrap_or_default().to_string(),
+        task: task.unwrap_or_default().to_string(),
+    })
 }
 
 /// `text` where it is a decimal `u32`, as Slurm prints its IDs (`%u`).
@@ -348,6 +390,53 @@ mod tests {
             labels_in("slurm.slice", "/system.slice/slurmstepd.scope/job_1"),
             None
         );
+    }
+
+    /// The cgroup v1 plugin's layout, in any hierarchy that holds it (the perf_event one
+    /// where a SPANK plugin mirrors the freezer's): its jobs, steps and tasks, whatever the
+    /// slice the v2 plugin is told; slurmd's own cgroup, other users' look-alikes deeper down
+    /// and malformed levels get no labels, or those of the levels above them.
+    ///
+    /// Oracle: Slurm 23.02's src/plugins/cgroup/v1/xcgroup.c (`xcgroup_create_slurm_cg`:
+    /// the prepend; `xcgroup_create_hierarchy`: `%s/uid_%u`, `%s/job_%u`, `%s/step_%s` with
+    /// `log_build_step_id_str`), cgroup_v1.c (`_handle_task_cgroup`: `%s/task_%u`;
+    /// `cgroup_p_system_create`: `%s/system`) and src/common/cgroup.c (`/slurm`,
+    /// `/slurm_%n` under `MULTIPLE_SLURMD`).
+    #[test]
+    fn the_v1_plugins_layout_names_jobs_steps_and_tasks() {
+        let of = |path: &str| {
+            let job = Slurmstepd::new("slurm.slice").unwrap().job(path)?;
+            Some((job.job_id, job.step, job.task))
+        };
+        assert_eq!(of("/slurm/uid_0/job_1"), job("1", "", ""));
+        assert_eq!(
+            of("/slurm/uid_1000/job_7/step_batch"),
+            job("7", "batch", "")
+        );
+        assert_eq!(
+            of("/slurm_node-1/uid_0/job_1/step_0/task_0"),
+            job("1", "0", "0")
+        );
+        assert_eq!(
+            of("/slurm/uid_0/job_4294967294/step_extern/task_3/inner"),
+            job("4294967294", "extern", "3")
+        );
+        assert_eq!(of("/slurm/uid_0/job_1/step_2+1"), job("1", "2+1", ""));
+        assert_eq!(of("/slurm/uid_0/job_1/step_x/task_0"), job("1", "", ""));
+        assert_eq!(of("/slurm/uid_0/job_1/step_0/task_x"), job("1", "0", ""));
+        for path in [
+            "/slurm",
+            "/slurm/system",
+            "/slurm/uid_0",
+            "/slurm/uid_x/job_1",
+            "/slurm/uid_0/job_01",
+            "/slurm_/uid_0/job_1",
+            "/slurmd/uid_0/job_1",
+            "/app/slurm/uid_0/job_1",
+            "/slurm/job_1/step_0",
+        ] {
+            assert_eq!(of(path), None, "{path}");
+        }
     }
 
     /// A slice that is no cgroup path is refused, naming what would be one.
