@@ -112,52 +112,7 @@ impl Drop for Exporter {
     }
 }
 
-/// Sends `request` as it is and reads the answer until the exporter closes: its status and
-/// the whole text (`None` when the connection closed without one, or none was made).
-pub fn exchange(address: SocketAddr, request: &[u8]) -> (Option<u16>, String) {
-    exchange_within(address, request, Duration::from_secs(20))
-}
-
-/// [`exchange`], waiting at most `limit` for each read of the answer (an exporter run under
-/// a tool that slows it, such as memcheck, on a busy machine).
-pub fn exchange_within(
-    address: SocketAddr,
-    request: &[u8],
-    limit: Duration,
-) -> (Option<u16>, String) {
-    let Ok(mut stream) = TcpStream::connect(address) else {
-        return (None, String::new());
-    };
-    stream.set_read_timeout(Some(limit)).ok();
-    stream.write_all(request).ok();
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).ok();
-    let text = String::from_utf8_lossy(&answer).to_string();
-    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok());
-    (status, text)
-}
-
-/// `GET path` with `accept`: the status and the body.
-pub fn get(address: SocketAddr, path: &str, accept: Option<&str>) -> (Option<u16>, String) {
-    get_within(address, path, accept, Duration::from_secs(20))
-}
-
-/// [`get`], waiting at most `limit` for each read of the answer ([`exchange_within`]).
-pub fn get_within(
-    address: SocketAddr,
-    path: &str,
-    accept: Option<&str>,
-    limit: Duration,
-) -> (Option<u16>, String) {
-    let accept = accept.map_or(String::new(), |a| format!("Accept: {a}\r\n"));
-    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n{accept}\r\n");
-    let (status, text) = exchange_within(address, request.as_bytes(), limit);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    (status, body)
-}
+pub use crate::common::served::{exchange, get, get_within};
 
 /// A scrape, which must succeed within `within`.
 fn scrape_within(exporter: &Exporter, within: Duration) -> String {

@@ -4,109 +4,17 @@
 //! work at every level of a nested hierarchy, and which keeps the work of a cgroup made,
 //! run and removed between two scrapes in its parent's counts.
 
-use std::io::{BufRead, Write};
-use std::net::SocketAddr;
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::serve::get;
 use counterhal_conformance::fixtures::TestCgroup;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
-/// A `counterhal serve` in one cgroup mode, killed when dropped.
-pub struct Served {
-    child: Child,
-    /// Where it serves.
-    pub address: SocketAddr,
-    /// What it said on standard error after the line naming its address.
-    said: Arc<Mutex<String>>,
-}
-
-impl Served {
-    /// `counterhal serve --listen 127.0.0.1:0 ARGS`, or what it said before it ended (an
-    /// error).
-    pub fn start(args: &[&str]) -> Result<Served, String> {
-        let mut child = Command::new(bin())
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start counterhal serve");
-        let mut lines = std::io::BufReader::new(child.stderr.take().expect("its stderr")).lines();
-        let mut first = String::new();
-        let address = loop {
-            let Some(Ok(line)) = lines.next() else {
-                child.kill().ok();
-                child.wait().ok();
-                return Err(first);
-            };
-            let address = line.split("://").nth(1).and_then(|rest| {
-                rest.split('/')
-                    .next()
-                    .and_then(|a| a.parse::<SocketAddr>().ok())
-            });
-            match address {
-                Some(address) => break address,
-                None => first += &format!("{line}\n"),
-            }
-        };
-        let said = Arc::new(Mutex::new(first));
-        let keep = Arc::clone(&said);
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                if let Ok(mut said) = keep.lock() {
-                    *said += &format!("{line}\n");
-                }
-            }
-        });
-        Ok(Served {
-            child,
-            address,
-            said,
-        })
-    }
-
-    /// What it has said on standard error so far (the line naming its address left out).
-    pub fn said(&self) -> String {
-        self.said.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    /// A scrape, which must be answered.
-    pub fn scrape(&self) -> String {
-        let (status, body) = get(self.address, "/metrics", None);
-        assert_eq!(status, Some(200), "{body}");
-        body
-    }
-
-    /// Its open descriptors (`/proc/PID/fd`).
-    fn descriptors(&self) -> usize {
-        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
-            .expect("its descriptors")
-            .count()
-    }
-
-    /// Its resident memory (`VmRSS` of `/proc/PID/status`), in KiB.
-    fn resident_kib(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .expect("VmRSS")
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
+pub use crate::common::served::Served;
 
 /// The value of `family{event="EVENT",pmu="software",cgroup="CGROUP"}` in `body`.
 pub fn cgroup_value(body: &str, family: &str, event: &str, cgroup: &str) -> Option<f64> {

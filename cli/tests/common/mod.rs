@@ -1,6 +1,10 @@
 //! What the command's test files share: running counterhal, its output as text, the skips
-//! for a missing perf or linux backend, and small C programs built for a test.
+//! for a missing perf or linux backend, small C programs built for a test, a serve
+//! asked over HTTP ([`served`]) and a podman container's image ([`podman`]).
 #![allow(dead_code)] // each test file uses a different part
+
+pub mod podman;
+pub mod served;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
