@@ -1,8 +1,8 @@
 //! The container a cgroup belongs to outside Kubernetes, read from its path as container
-//! runtimes name a container's cgroup (cgroup v2), for the `container_id` label of its series:
-//! podman with runc (`libpod_parent/libpod-<ID>` with its cgroupfs manager, as podman 4.3
-//! places a container on Debian 12 here; `machine.slice/libpod-<ID>.scope` with systemd's),
-//! Docker (`system.slice/docker-<ID>.scope`, `docker/<ID>` with cgroupfs), containerd's CRI
+//! runtimes name a container's cgroup (cgroup v2, and runc's in each v1 hierarchy), for the
+//! `container_id` label of its series: podman with runc (`libpod_parent/libpod-<ID>` with its
+//! cgroupfs manager, as podman 4.3 places a container on Debian 12 here;
+//! `machine.slice/libpod-<ID>.scope` with systemd's), Docker (`system.slice/docker-<ID>.scope`, `docker/<ID>` with cgroupfs), containerd's CRI
 //! plugin and CRI-O (`cri-containerd-<ID>.scope`, `crio-<ID>.scope`). The ID is 64 hex
 //! digits. A cgroup below a container's is that container's.
 

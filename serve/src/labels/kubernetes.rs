@@ -1,5 +1,6 @@
 //! The pod and container a cgroup belongs to, read from its path as the kubelet and the
-//! container runtimes name them (cgroup v2), for the `pod_uid`, `container_id` and
+//! container runtimes name them (cgroup v2; on v1 the same paths, made in every controller's
+//! hierarchy, the perf_event one included), for the `pod_uid`, `container_id` and
 //! `qos_class` labels of its series (their names, `namespace`, `pod` and `container`, come
 //! from the kubelet's log directories, read by `kubelet_logs.rs` beside this file).
 //!
