@@ -1,0 +1,588 @@
+//! `counterhal serve` on a cgroup v1 node: the perf_event controller bound to a v1 hierarchy
+//! mounted for the test, where a pod's cgroups (the kubelet's cgroupfs layout), a podman
+//! container (runc, podman's cgroupfs manager) and a Slurm task (the cgroup/v1 plugin's
+//! layout, as a SPANK plugin mirrors it into perf_event) are counted whole and labelled as
+//! their cgroup v2 twins are, with `perf stat -G` (perf 6.1) on the same cgroups the oracle.
+//!
+//! A test binary of its own, run alone: while the perf_event controller is bound to a v1
+//! hierarchy, the kernel counts no perf event in any cgroup v2 cgroup anywhere on the
+//! machine (`perf_event_open` answers ENOENT), so the tests that count cgroup v2 cgroups
+//! must not run meanwhile. Cargo runs a package's test binaries one after another, never
+//! two at once, so none of `main`'s tests runs beside these; and CI (`.ci/run`) runs
+//! nothing beside `cargo test --workspace` that counts cgroups: the aarch64 lab counts in
+//! its own guests' kernels, the current-releases lab makes its roots before the tests and
+//! runs its own after them. Inside this binary the tests take turns ([`alone`]). The
+//! fixture ([`PerfEventV1`]) unmounts the hierarchy when dropped, a panic included, after
+//! removing every cgroup below its root (a hierarchy unmounted with a cgroup left stays
+//! bound, unseen, and keeps cgroup v2 from counting; [`unmount`] waits for the kernel to
+//! free the removed cgroups first). A test killed outright leaves it mounted at [`MOUNT`]:
+//! the next run knows it by its name ([`OPTIONS`]) and removes it. Where perf_event is bound
+//! to a v1 hierarchy already (a v1 node), the tests count in that one and leave it mounted;
+//! where it cannot be mounted (no root, or a hierarchy not mounted in this process's view),
+//! they are skipped.
+
+#[macro_use]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use common::served::Served;
+use common::*;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+use counterhal_system::System;
+
+/// Where the fixture mounts the perf_event hierarchy: where a v1 node has it, and where runc
+/// looks for the v1 hierarchies (below `/sys/fs/cgroup`).
+const MOUNT: &str = "/sys/fs/cgroup/perf_event";
+
+/// The fixture's mount options: perf_event, and a name that tells its hierarchy from a
+/// node's own.
+const OPTIONS: &str = "perf_event,name=counterhal-test";
+
+/// Held by each test while it mounts and counts: one v1 hierarchy at a time.
+fn alone() -> MutexGuard<'static, ()> {
+    static ALONE: Mutex<()> = Mutex::new(());
+    ALONE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The perf_event controller's cgroup v1 hierarchy, mounted at [`MOUNT`] for a test (or the
+/// node's own, where perf_event is on v1 already), and what the test made in it.
+struct PerfEventV1 {
+    /// Its mount point.
+    root: PathBuf,
+    /// Whether the fixture mounted it (and so unmounts it, after removing every cgroup in
+    /// it); else only the cgroups in `made` are removed.
+    mounted: bool,
+    /// The cgroups the test made at the top of the hierarchy.
+    made: Vec<PathBuf>,
+}
+
+impl PerfEventV1 {
+    /// The hierarchy, mounted where it is not; or why not.
+    fn mount() -> Result<PerfEventV1, (Need, String)> {
+        if !running_as_root() {
+            return Err((
+                Need::Privilege,
+                "mounting a cgroup hierarchy takes root".into(),
+            ));
+        }
+        let system = System::host();
+        let mounts = system.mounts().unwrap_or_default();
+        if let Some(mount) = mounts.iter().find(|m| m.is_cgroup_v1_with("perf_event")) {
+            // The fixture's own, left by a run killed before it dropped: to remove.
+            let mounted = mount
+                .super_options
+                .iter()
+                .any(|o| o == "name=counterhal-test");
+            return Ok(PerfEventV1 {
+                root: mount.mount_point.clone(),
+                mounted,
+                made: Vec::new(),
+            });
+        }
+        match system.controller_hierarchy("perf_event") {
+            Some(0) => {}
+            Some(hierarchy) => {
+                return Err((
+                    Need::System,
+                    format!(
+                        "perf_event is bound to cgroup v1 hierarchy {hierarchy}, mounted \
+                         nowhere this process sees"
+                    ),
+                ));
+            }
+            None => return Err((Need::System, "no perf_event controller here".into())),
+        }
+        std::fs::create_dir_all(MOUNT).map_err(|e| (Need::System, format!("{MOUNT}: {e}")))?;
+        let out = Command::new("mount")
+            .args(["-t", "cgroup", "-o", OPTIONS, "none", MOUNT])
+            .output()
+            .map_err(|e| (Need::Tools, format!("mount: {e}")))?;
+        if !out.status.success() {
+            std::fs::remove_dir(MOUNT).ok();
+            return Err((
+                Need::System,
+                format!("mount -t cgroup -o {OPTIONS}: {}", stderr(&out).trim()),
+            ));
+        }
+        Ok(PerfEventV1 {
+            root: PathBuf::from(MOUNT),
+            mounted: true,
+            made: Vec::new(),
+        })
+    }
+
+    /// Makes the cgroup `path` (below the root, with its parents), to be removed at drop.
+    fn make(&mut self, path: &str) -> PathBuf {
+        let top = self.root.join(path.split('/').next().unwrap_or(path));
+        if !self.made.contains(&top) {
+            self.made.push(top);
+        }
+        let dir = self.root.join(path);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        dir
+    }
+
+    /// Every cgroup below `dir`, `dir` included, the deepest first.
+    fn below(dir: &Path) -> Vec<PathBuf> {
+        let mut found = vec![dir.to_path_buf()];
+        let mut at = 0;
+        while at < found.len() {
+            let entries = std::fs::read_dir(&found[at])
+                .into_iter()
+                .flatten()
+                .flatten();
+            let children: Vec<PathBuf> = entries
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect();
+            found.extend(children);
+            at += 1;
+        }
+        found.reverse();
+        found
+    }
+
+    /// Moves the tasks of cgroup `dir` to the root and removes it, a few times over while
+    /// an exiting task still holds it.
+    fn remove(&self, dir: &Path) {
+        for _ in 0..50 {
+            let tasks = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+            for task in tasks.lines() {
+                std::fs::write(self.root.join("cgroup.procs"), task).ok();
+            }
+            if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("could not remove the v1 cgroup {}", dir.display());
+    }
+}
+
+impl Drop for PerfEventV1 {
+    fn drop(&mut self) {
+        let tops: Vec<PathBuf> = match self.mounted {
+            true => PerfEventV1::below(&self.root)
+                .into_iter()
+                .filter(|d| d.parent() == Some(self.root.as_path()))
+                .collect(),
+            false => self.made.clone(),
+        };
+        for top in tops {
+            for dir in PerfEventV1::below(&top) {
+                self.remove(&dir);
+            }
+        }
+        if !self.mounted {
+            return;
+        }
+        // Said, not asserted: a panic while unwinding would abort the other tests' report.
+        if let Err(why) = unmount(&self.root) {
+            eprintln!(
+                "the perf_event v1 hierarchy mounted at {} stays bound ({why}): cgroup v2 \
+                 counts no perf event until it is unmounted with no cgroup left",
+                self.root.display()
+            );
+        }
+    }
+}
+
+/// The `perf_event` controller's hierarchy and its cgroups, live and dying, as
+/// `/proc/cgroups` counts them (a removed cgroup counts until the kernel frees it).
+fn perf_event_cgroups() -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string("/proc/cgroups").ok()?;
+    let line = text.lines().find(|l| l.starts_with("perf_event\t"))?;
+    let mut fields = line.split_whitespace().skip(1);
+    Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
+}
+
+/// Waits at most 10 s for `done`.
+fn waited_for(done: impl Fn() -> bool) -> bool {
+    let started = Instant::now();
+    while !done() {
+        if started.elapsed() > Duration::from_secs(10) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// Unmounts the perf_event hierarchy at `root`, its cgroups removed, so that the controller
+/// goes back to cgroup v2. The kernel frees a removed cgroup a while after its `rmdir` (an
+/// RCU grace period and a work item later), and destroys a v1 hierarchy at its unmount only
+/// if its root has no child then, dying ones included (kernel/cgroup/cgroup.c,
+/// `cgroup_kill_sb`): so it waits for `/proc/cgroups` to count the root alone first, and
+/// where the hierarchy is bound after all, mounts it again (which finds the same one) and
+/// retries.
+fn unmount(root: &Path) -> Result<(), String> {
+    for _ in 0..3 {
+        if !waited_for(|| perf_event_cgroups().is_some_and(|(_, n)| n == 1)) {
+            return Err(format!(
+                "{:?} (hierarchy, cgroups) after 10 s",
+                perf_event_cgroups()
+            ));
+        }
+        let out = Command::new("umount").arg(root).output();
+        if !out.as_ref().is_ok_and(|o| o.status.success()) {
+            return Err(format!("umount: {out:?}"));
+        }
+        if waited_for(|| perf_event_cgroups().is_some_and(|(h, _)| h == 0)) {
+            std::fs::remove_dir(root).ok();
+            return Ok(());
+        }
+        let again = Command::new("mount")
+            .args(["-t", "cgroup", "-o", OPTIONS, "none"])
+            .arg(root)
+            .output();
+        if !again.as_ref().is_ok_and(|o| o.status.success()) {
+            return Err(format!("mounted again to retry: {again:?}"));
+        }
+    }
+    Err("bound after three unmounts".into())
+}
+
+/// The v1 hierarchy, or the test skipped where it cannot be had.
+macro_rules! v1_or_skip {
+    () => {{
+        serve_or_skip!();
+        match PerfEventV1::mount() {
+            Ok(v1) => v1,
+            Err((need, why)) => skip!(need, "no perf_event cgroup v1 hierarchy: {why}"),
+        }
+    }};
+}
+
+/// `perf stat -a -x, -e page-faults -G CGROUP` (perf 6.1), counting until [`PerfG::count`].
+struct PerfG(Child);
+
+impl PerfG {
+    /// perf counting in `cgroup` (a path below the perf_event hierarchy's root), once it
+    /// has started; `None` where perf 6.1 is not installed.
+    fn start(cgroup: &str) -> Option<PerfG> {
+        let mut command = perf_6_1().ok()?;
+        let mut child = command
+            .args(["stat", "-a", "-x,", "-e", "page-faults", "-G", cgroup])
+            .args(["--", "sh", "-c", "echo counting; read x"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run perf");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("its stdout"))
+            .read_line(&mut line)
+            .ok();
+        assert_eq!(
+            line.trim(),
+            "counting",
+            "perf stat -G {cgroup} did not start"
+        );
+        Some(PerfG(child))
+    }
+
+    /// The page faults perf counted in the cgroup.
+    fn count(mut self) -> u64 {
+        drop(self.0.stdin.take());
+        let out = self.0.wait_with_output().expect("perf stat ends");
+        let text = stderr(&out);
+        text.lines()
+            .find_map(|l| l.split(',').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("perf stat -G counted nothing: {text}"))
+    }
+}
+
+/// The work: touches PAGES fresh pages after a moment, then prints its own page faults
+/// (`tests/data/container_work.c`, built here), placed in `cgroup` before it touches any.
+fn work_in(cgroup: &Path, pages: &str) -> u64 {
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-v1-work-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = include_str!("data/container_work.c");
+    let Some(program) = compile_c(&dir, "work", source, &["-O2"]) else {
+        panic!("no C compiler for the work (apt-get install gcc)");
+    };
+    let child = Command::new(&program)
+        .args([pages, "0.3", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the work");
+    std::fs::write(cgroup.join("cgroup.procs"), child.id().to_string())
+        .expect("the work placed in its cgroup");
+    let out = child.wait_with_output().expect("the work ends");
+    assert!(out.status.success(), "the work failed");
+    stdout(&out).trim().parse().expect("the work's page faults")
+}
+
+/// The series of `counterhal_event_total{event="page-faults"...}` in `body` whose labels
+/// hold `holding`: each one's labels and value.
+fn page_faults(body: &str, holding: &str) -> Vec<(String, f64)> {
+    let prefix = "counterhal_event_total{event=\"page-faults\"";
+    body.lines()
+        .filter_map(|line| {
+            let (labels, value) = line.strip_prefix(prefix)?.rsplit_once("} ")?;
+            labels.contains(holding).then_some(())?;
+            Some((labels.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Scrapes `served` until a series holding `holding` appears (the cgroup followed): the
+/// scrape; a panic after 10 s.
+fn followed(served: &Served, holding: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let body = served.scrape();
+        if !page_faults(&body, holding).is_empty() {
+            return body;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no series holding {holding}: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Done when: a pod's container cgroup in the kubelet's cgroupfs layout, on the perf_event
+/// v1 hierarchy, is followed by `--cgroup-mode auto` (which takes the perf-event mode there,
+/// saying why), labelled with its pod UID, QoS class and container ID, and counted whole:
+/// the page faults `perf stat -G` counts in the same cgroup, exactly, at the container's and
+/// at the pod's level. What the mode cannot see (cgroup v2's cgroups) is said once in the log
+/// and by `counterhal info`.
+///
+/// Oracle: perf 6.1's `perf stat -a -G` (which finds the v1 perf_event mount first,
+/// tools/perf/util/cgroup.c) on the same cgroups; the work's own page faults (`ru_minflt`);
+/// the kubelet's cgroupfs layout (pkg/kubelet/cm/cgroup_manager_linux.go `ToCgroupfs`, made
+/// by hand: no kubelet runs here).
+#[test]
+fn a_pods_container_on_v1_is_counted_whole_and_labelled() {
+    let _alone = alone();
+    let mut v1 = v1_or_skip!();
+    let uid = "3f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+    let id = "c1".repeat(32);
+    let pod = format!("kubepods/burstable/pod{uid}");
+    let container = v1.make(&format!("{pod}/{id}"));
+    let served = Served::start(&["-e", "page-faults", "--cgroups", "^kubepods/"])
+        .expect("serve on the v1 hierarchy");
+    followed(&served, &format!("container_id=\"{id}\""));
+    let Some(perf_container) = PerfG::start(&format!("{pod}/{id}")) else {
+        skip!(Need::Tools, "no perf 6.1 (apt-get install linux-perf)");
+    };
+    let perf_pod = PerfG::start(&pod).expect("perf 6.1");
+    let own = work_in(&container, "20000");
+    let (by_perf, pod_by_perf) = (perf_container.count(), perf_pod.count());
+    let body = served.scrape();
+    let series = page_faults(&body, &format!("container_id=\"{id}\""));
+    assert_eq!(series.len(), 1, "one series for the container: {series:?}");
+    let (labels, counted) = &series[0];
+    for label in [
+        format!("cgroup=\"/{pod}/{id}\""),
+        format!("pod_uid=\"{uid}\""),
+        "qos_class=\"burstable\"".to_string(),
+    ] {
+        assert!(labels.contains(&label), "{label} in {labels}");
+    }
+    let pod_series = page_faults(&body, &format!("cgroup=\"/{pod}\""));
+    assert_eq!(
+        pod_series.len(),
+        1,
+        "one series for the pod: {pod_series:?}"
+    );
+    eprintln!(
+        "v1 pod: the work's own {own} page faults; serve {counted} (pod {}), perf stat -G \
+         {by_perf} (pod {pod_by_perf})",
+        pod_series[0].1
+    );
+    assert_eq!(
+        *counted, by_perf as f64,
+        "the container: serve against perf -G"
+    );
+    assert_eq!(
+        pod_series[0].1, pod_by_perf as f64,
+        "the pod: serve against perf -G"
+    );
+    assert!(
+        *counted >= 20000.0 && *counted <= own as f64 * 1.05,
+        "the container counted {counted}, the work {own}"
+    );
+    let said = said_within(&served, "cgroup v1 hierarchy");
+    assert!(said.contains("perf-events"), "the mode and why: {said}");
+    if System::host().cgroup2_mount().is_some() {
+        // Once, though every scrape since found the cgroups again.
+        let unseen = "msg=\"cgroups not counted\" reason=\"cgroup v2's cgroups";
+        let said = said_within(&served, unseen);
+        assert_eq!(said.matches(unseen).count(), 1, "{said}");
+        let info = stdout(&counterhal(&["info"]));
+        let follows = format!("perf-event mode follows {} (cgroup v1", v1.root.display());
+        assert!(info.contains(&follows), "{info}");
+        assert!(info.contains("not counted: cgroup v2's cgroups"), "{info}");
+    }
+    drop(served);
+    // The BPF mode counts cgroup v2's cgroups, and says the v1 hierarchy is not followed.
+    let args = [
+        "-e",
+        "page-faults",
+        "--cgroups",
+        "^kubepods/",
+        "--cgroup-mode",
+        "bpf",
+    ];
+    if let Ok(bpf) = Served::start(&args) {
+        let body = bpf.scrape();
+        assert!(page_faults(&body, &id).is_empty(), "{body}");
+        let said = said_within(&bpf, "is not followed");
+        assert_eq!(said.matches("is not followed").count(), 1, "{said}");
+    }
+    drop(v1);
+}
+
+/// What `served` said once it says `what`; a panic after 5 s.
+fn said_within(served: &Served, what: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let said = served.said();
+        if said.contains(what) {
+            return said;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "not said: {what}: {said}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The containers' cgroups in the perf_event hierarchy, as podman's cgroupfs manager has
+/// runc make them.
+const PODMAN: &str = r"^libpod_parent(/libpod-[0-9a-f]{64})?$";
+
+/// Done when: a podman container (runc, the cgroupfs manager) on a node whose perf_event
+/// controller is on a v1 hierarchy gets its perf_event cgroup there from runc
+/// (`libpod_parent/libpod-<ID>`, as its cgroup v2 one), which serve labels with the
+/// container's ID; its parent, followed before the container started, is counted whole:
+/// the page faults `perf stat -G libpod_parent` counts, exactly.
+///
+/// Oracle: podman 4.3.1 with runc 1.1.5 (Debian 12) making the cgroups and placing the
+/// container's process (runc joins every v1 hierarchy mounted); perf 6.1's `perf stat -a -G`
+/// on the parent; the container's work's own page faults (`ru_minflt`).
+#[test]
+fn a_podman_container_on_v1_is_counted_whole_and_labelled() {
+    let _alone = alone();
+    for tool in ["podman", "runc"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            skip!(
+                Need::Tools,
+                "{tool} is not installed (apt-get install podman runc)"
+            );
+        }
+    }
+    let mut v1 = v1_or_skip!();
+    let image = match common::podman::Image::make() {
+        Ok(image) => image,
+        Err((need, why)) => skip!(need, "{why}"),
+    };
+    v1.make("libpod_parent");
+    let served = Served::start(&["-e", "page-faults", "--cgroups", PODMAN]).expect("serve on v1");
+    followed(&served, "cgroup=\"/libpod_parent\"");
+    let Some(perf) = PerfG::start("libpod_parent") else {
+        skip!(Need::Tools, "no perf 6.1 (apt-get install linux-perf)");
+    };
+    // The work waits half a second, so that its cgroup is followed before its pages.
+    let (id, out) = image.run(&["20000", "0.5", "0"]);
+    assert!(out.status.success(), "podman run: {}", stderr(&out));
+    let own: f64 = stdout(&out).trim().parse().expect("the work's page faults");
+    let by_perf = perf.count();
+    let body = served.scrape();
+    let container = page_faults(&body, &format!("container_id=\"{id}\""));
+    assert_eq!(container.len(), 1, "one series for container {id}: {body}");
+    let (labels, counted) = &container[0];
+    let cgroup = format!("cgroup=\"/libpod_parent/libpod-{id}\"");
+    assert!(
+        labels.contains(&cgroup),
+        "runc's v1 cgroup {cgroup}: {labels}"
+    );
+    let parent = page_faults(&body, "cgroup=\"/libpod_parent\"");
+    assert_eq!(parent.len(), 1, "{parent:?}");
+    eprintln!(
+        "v1 podman: the work's own {own} page faults; serve {counted} in {cgroup}, \
+         libpod_parent {} against perf stat -G {by_perf}",
+        parent[0].1
+    );
+    assert_eq!(
+        parent[0].1, by_perf as f64,
+        "libpod_parent: serve against perf -G"
+    );
+    assert!(
+        *counted >= 20000.0 && *counted <= parent[0].1,
+        "the container counted {counted}, its parent {}",
+        parent[0].1
+    );
+    drop(served);
+    drop(v1);
+}
+
+/// Done when: a Slurm task's cgroup in the cgroup/v1 plugin's layout, mirrored into the
+/// perf_event hierarchy as a SPANK plugin places tasks (`slurm_<node>/uid_0/job_1/step_0/
+/// task_0`), is labelled with its job, step and task, its step and job with theirs, and
+/// counted whole: the page faults `perf stat -G` counts in the task's cgroup, exactly, at
+/// each level.
+///
+/// Oracle: Slurm's src/plugins/cgroup/v1/xcgroup.c and cgroup_v1.c (the layout, made by
+/// hand: the plugin makes no perf_event cgroup, and no SPANK plugin runs here); perf 6.1's
+/// `perf stat -a -G` on the task's cgroup.
+#[test]
+fn a_slurm_task_in_the_v1_layout_is_labelled_with_its_job_step_and_task() {
+    let _alone = alone();
+    let mut v1 = v1_or_skip!();
+    let task = "slurm_cn1/uid_0/job_1/step_0/task_0";
+    let dir = v1.make(task);
+    let served =
+        Served::start(&["-e", "page-faults", "--cgroups", "^slurm_cn1/"]).expect("serve on v1");
+    followed(&served, "slurm_task=\"0\"");
+    let Some(perf) = PerfG::start(task) else {
+        skip!(Need::Tools, "no perf 6.1 (apt-get install linux-perf)");
+    };
+    let own = work_in(&dir, "10000");
+    let by_perf = perf.count();
+    let body = served.scrape();
+    let mut levels = Vec::new();
+    for (cgroup, step, task_label) in [
+        ("slurm_cn1/uid_0/job_1", "", ""),
+        ("slurm_cn1/uid_0/job_1/step_0", "0", ""),
+        (task, "0", "0"),
+    ] {
+        let series = page_faults(&body, &format!("cgroup=\"/{cgroup}\""));
+        assert_eq!(series.len(), 1, "{cgroup}: {series:?}");
+        let (labels, counted) = &series[0];
+        let mut wanted = vec!["slurm_job_id=\"1\"".to_string()];
+        if !step.is_empty() {
+            wanted.push(format!("slurm_step=\"{step}\""));
+        }
+        if !task_label.is_empty() {
+            wanted.push(format!("slurm_task=\"{task_label}\""));
+        }
+        for label in wanted {
+            assert!(labels.contains(&label), "{cgroup}: {label} in {labels}");
+        }
+        assert!(
+            step.is_empty() != labels.contains("slurm_step="),
+            "{cgroup}: {labels}"
+        );
+        assert_eq!(*counted, by_perf as f64, "{cgroup}: serve against perf -G");
+        levels.push(*counted);
+    }
+    eprintln!("v1 Slurm task: the work's own {own} page faults; serve {levels:?}, perf {by_perf}");
+    assert!(
+        by_perf >= 10000 && by_perf as f64 <= own as f64 * 1.05,
+        "{by_perf} of {own}"
+    );
+    drop(served);
+    drop(v1);
+}
