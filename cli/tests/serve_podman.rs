@@ -5,7 +5,7 @@
 //! cgroup appears, labels it with podman's container ID, and counts it in both modes, a
 //! container that lives a second included, whose cgroup is gone before the next scrape.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
 use crate::common::podman::Image;
 use crate::common::*;
