@@ -68,8 +68,10 @@ mod serve_topology;
 #[cfg(feature = "serve")]
 mod serve_web;
 mod shell;
-#[cfg(feature = "serve")]
+#[cfg(target_os = "linux")]
 mod slurm_cluster;
+#[cfg(target_os = "linux")]
+mod slurm_spank;
 mod software_events;
 #[cfg(target_os = "linux")]
 mod stat_bpf_shared;

@@ -28,12 +28,20 @@ pub struct Cluster {
     daemons: Vec<Child>,
     /// `system.slice` where this fixture made it (no systemd made it).
     made_slice: bool,
+    /// The one cluster of this test process (its ports are fixed), dropped last.
+    _alone: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Cluster {
     /// A cluster on this node, its cgroups below `mount`; or why there is none (Slurm or
     /// munge not installed, not root, a daemon that would not start).
     pub fn start(mount: &Path) -> Result<Cluster, (Need, String)> {
+        Cluster::start_with(mount, None)
+    }
+
+    /// As [`Cluster::start`], with SPANK plugins: `plugstack` is the plugstack.conf that
+    /// slurm.conf's `PlugStackConfig` names (srun and slurmstepd read it).
+    pub fn start_with(mount: &Path, plugstack: Option<&str>) -> Result<Cluster, (Need, String)> {
         for program in ["slurmctld", "slurmd", "srun", "munged"] {
             if Command::new("sh")
                 .args(["-c", &format!("command -v {program}")])
@@ -46,6 +54,8 @@ impl Cluster {
                 ));
             }
         }
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let alone = ONE.lock().unwrap_or_else(|e| e.into_inner());
         let dir = counterhal_conformance::fixtures::temp_dir()
             .join(format!("counterhal-slurm-{}", std::process::id()));
         for sub in ["spool", "state", "log", "run"] {
@@ -71,18 +81,19 @@ impl Cluster {
             mount: mount.to_path_buf(),
             daemons: Vec::new(),
             made_slice,
+            _alone: alone,
         };
-        cluster.write_configuration()?;
+        cluster.write_configuration(plugstack)?;
         cluster.start_daemons(&preload)?;
         Ok(cluster)
     }
 
-    /// slurm.conf and cgroup.conf in the cluster's folder.
-    fn write_configuration(&self) -> Result<(), (Need, String)> {
+    /// slurm.conf and cgroup.conf in the cluster's folder, and plugstack.conf where given.
+    fn write_configuration(&self, plugstack: Option<&str>) -> Result<(), (Need, String)> {
         let node = hostname();
         let dir = self.dir.display();
         let cpus = counterhal::online_cpus().len();
-        let slurm = format!(
+        let mut slurm = format!(
             "ClusterName=counterhal\nSlurmctldHost={node}\nSlurmUser=root\nSlurmdUser=root\n\
              AuthType=auth/munge\nProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n\
              SlurmdSpoolDir={dir}/spool\nStateSaveLocation={dir}/state\n\
@@ -93,6 +104,11 @@ impl Cluster {
              NodeName={node} CPUs={cpus} State=UNKNOWN\n\
              PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n"
         );
+        if let Some(plugins) = plugstack {
+            let path = self.dir.join("plugstack.conf");
+            std::fs::write(&path, plugins).map_err(|e| (Need::System, e.to_string()))?;
+            slurm.push_str(&format!("PlugStackConfig={}\n", path.display()));
+        }
         let cgroup = format!(
             "CgroupPlugin=cgroup/v2\nCgroupMountpoint={}\nIgnoreSystemd=yes\n\
              ConstrainDevices=yes\n",

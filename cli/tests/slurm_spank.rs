@@ -1,0 +1,250 @@
+//! The Slurm plugin (slurm/, `spank_counterhal.so`) in Debian's Slurm 22.05: `srun
+//! --counters` counts each task from its exec and prints the node's counts at the step's end
+//! on the job's standard error, as `counterhal stat` prints them; a bad event is said and the
+//! job runs; on a node with a cgroup v1 perf_event hierarchy, each task is placed in
+//! `slurm/uid_U/job_J/step_S/task_T` there.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::common::*;
+use crate::slurm_cluster::Cluster;
+use counterhal_conformance::skip;
+use counterhal_conformance::skip::Need;
+
+/// spank_counterhal.so, built into the tests' own profile folder (Cargo builds no cdylib of
+/// another package for these tests): once per run.
+fn plugin() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+            let release = dir.file_name().is_some_and(|n| n == "release");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let out = Command::new(cargo)
+                .args(["build", "-p", "counterhal-slurm", "--target-dir"])
+                .arg(dir.parent().unwrap())
+                .args(["--profile", if release { "release" } else { "test" }])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .expect("cargo runs");
+            assert!(
+                out.status.success(),
+                "building the plugin: {}",
+                stderr(&out)
+            );
+            dir.join("libspank_counterhal.so")
+        })
+        .clone()
+}
+
+/// A one-node cluster whose srun and slurmstepd load the plugin (plugstack.conf's `required`
+/// line, with the command under test to print), and the page-faulting work its jobs run.
+fn cluster() -> Result<(Cluster, PathBuf), (Need, String)> {
+    if !running_as_root() {
+        return Err((Need::Privilege, "slurmd runs as root".into()));
+    }
+    let mount = counterhal::cgroups::unified_root().map_err(|e| {
+        (
+            Need::System,
+            format!("no cgroup2 file system is mounted: {e}"),
+        )
+    })?;
+    let plugstack = format!(
+        "required {} counterhal={}\n",
+        plugin().display(),
+        bin().display()
+    );
+    let cluster = Cluster::start_with(&mount, Some(&plugstack))?;
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-spank-work-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let work = compile_c(
+        &dir,
+        "work",
+        include_str!("data/container_work.c"),
+        &["-O2"],
+    )
+    .expect("the job's work builds");
+    Ok((cluster, work))
+}
+
+/// The count of `event` in `counterhal stat -x,` lines.
+fn separated_count(text: &str, event: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(',').collect();
+        (fields.get(2) == Some(&event)).then(|| fields[0].parse().ok())?
+    })
+}
+
+/// `srun` of `cluster` with `args`, its output.
+fn srun(cluster: &Cluster, args: &[&str]) -> Output {
+    cluster
+        .command("srun")
+        .args(args)
+        .output()
+        .expect("srun runs")
+}
+
+/// Done when: `srun --counters=page-faults WORK` prints the step's page faults at its end on
+/// its standard error, in `counterhal stat`'s table, `-x,` and `-j` forms, and they are
+/// what `counterhal stat -e page-faults WORK` counts of the same program on this node (the
+/// oracle, itself held to perf stat elsewhere: both count from the exec), within 1%; with
+/// `-n2` the two tasks' sum; a bad event name is said, by name, and the job still runs and
+/// succeeds; the task runs in the cgroup the cgroup/v2 plugin made for it
+/// (`job_J/step_0/user/task_0`), the one `counterhal serve` follows.
+///
+/// Oracle: Slurm 22.05 (Debian 12's slurm-wlm: srun, slurmctld, slurmd and slurmstepd loading
+/// the plugin through plugstack.conf) and `counterhal stat` on the same work.
+#[test]
+fn srun_counters_prints_the_steps_counts_as_stat_prints_them() {
+    let (cluster, work) = match cluster() {
+        Ok(made) => made,
+        Err((need, why)) => skip!(need, "{why}"),
+    };
+    let work = work.to_str().unwrap();
+    let alone = counterhal(&["stat", "-x,", "-e", "page-faults", work, "20000", "0", "0"]);
+    let oracle = separated_count(&stderr(&alone), "page-faults")
+        .unwrap_or_else(|| panic!("counterhal stat: {}", stderr(&alone)));
+
+    let table = srun(
+        &cluster,
+        &["--counters=page-faults", work, "20000", "0", "0"],
+    );
+    assert!(table.status.success(), "srun: {}", stderr(&table));
+    let text = stderr(&table);
+    let header = format!("Performance counter stats for '{work} 20000 0 0 (job ");
+    assert!(text.contains(&header), "{text}");
+    assert!(
+        text.contains("step 0 on ") && text.contains(", 1 task)':"),
+        "{text}"
+    );
+    let counted: f64 = text
+        .lines()
+        .find(|l| l.trim_end().ends_with("page-faults"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no page-faults line: {text}"));
+    eprintln!("one task: srun --counters {counted}, counterhal stat {oracle}");
+    assert!(
+        (counted - oracle).abs() <= oracle * 0.01,
+        "{counted} vs {oracle}"
+    );
+
+    let csv = srun(
+        &cluster,
+        &[
+            "-n2",
+            "--counters=page-faults",
+            "--counters-field-separator=,",
+            work,
+            "20000",
+            "0",
+            "0",
+        ],
+    );
+    assert!(csv.status.success(), "srun: {}", stderr(&csv));
+    let both = separated_count(&stderr(&csv), "page-faults")
+        .unwrap_or_else(|| panic!("no -x, line: {}", stderr(&csv)));
+    eprintln!(
+        "two tasks: srun --counters -x, {both}, twice counterhal stat {}",
+        2.0 * oracle
+    );
+    assert!(
+        (both - 2.0 * oracle).abs() <= oracle * 0.02,
+        "{both} vs 2 x {oracle}"
+    );
+
+    let json = srun(
+        &cluster,
+        &[
+            "--counters=page-faults",
+            "--counters-json",
+            work,
+            "20000",
+            "0",
+            "0",
+        ],
+    );
+    let line = stderr(&json)
+        .lines()
+        .find(|l| l.contains("\"event\" : \"page-faults\""))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no -j line: {}", stderr(&json)));
+    let value: serde_json::Value = serde_json::from_str(&line).expect("one JSON object a line");
+    let counted: f64 = value["counter-value"].as_str().unwrap().parse().unwrap();
+    assert!(
+        (counted - oracle).abs() <= oracle * 0.01,
+        "{line} vs {oracle}"
+    );
+
+    let bad = srun(
+        &cluster,
+        &["--counters=no-such-event", "sh", "-c", "echo ran"],
+    );
+    assert!(bad.status.success(), "the job fails: {}", stderr(&bad));
+    assert_eq!(stdout(&bad).trim(), "ran");
+    assert!(
+        stderr(&bad).contains("`no-such-event`") && stderr(&bad).contains("uncounted"),
+        "{}",
+        stderr(&bad)
+    );
+
+    let placed = srun(&cluster, &["--counters", "cat", "/proc/self/cgroup"]);
+    let cgroup = stdout(&placed)
+        .lines()
+        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+        .unwrap_or_else(|| panic!("no cgroup2 line: {}", stdout(&placed)));
+    assert!(
+        cgroup.contains("_slurmstepd.scope/job_") && cgroup.ends_with("/step_0/user/task_0"),
+        "the task's cgroup: {cgroup}"
+    );
+}
+
+/// Done when: on a node where a cgroup v1 hierarchy has the perf_event controller, a task
+/// runs in `<mount>/slurm/uid_0/job_J/step_0/task_0` (the cgroup/v1 plugin's layout in its
+/// own hierarchies), and the step's cgroups are gone after it.
+///
+/// Mounting such a hierarchy binds the perf_event controller to it, and then no cgroup v2
+/// cgroup can be counted anywhere on the machine, so the test runs only where one is mounted
+/// already.
+///
+/// Oracle: Slurm 22.05's slurmstepd placing and reaping the task; the kernel's
+/// /proc/PID/cgroup of it.
+#[test]
+fn tasks_are_placed_in_the_perf_event_hierarchy_on_cgroup_v1() {
+    let mounts = counterhal_system::System::host()
+        .mounts()
+        .unwrap_or_default();
+    let Some(v1) = mounts.iter().find(|m| m.is_cgroup_v1_with("perf_event")) else {
+        skip!(
+            Need::System,
+            "no cgroup v1 hierarchy has the perf_event controller here (mounting one would \
+             stop every cgroup v2 count on the machine)"
+        );
+    };
+    let (cluster, _) = match cluster() {
+        Ok(made) => made,
+        Err((need, why)) => skip!(need, "{why}"),
+    };
+    let out = srun(
+        &cluster,
+        &["sh", "-c", "echo $SLURM_JOB_ID; cat /proc/self/cgroup"],
+    );
+    assert!(out.status.success(), "srun: {}", stderr(&out));
+    let said = stdout(&out);
+    let job = said.lines().next().unwrap().trim();
+    let line = said
+        .lines()
+        .find(|l| {
+            l.split(':')
+                .nth(1)
+                .is_some_and(|c| c.split(',').any(|c| c == "perf_event"))
+        })
+        .unwrap_or_else(|| panic!("no perf_event line: {said}"));
+    let expected = format!("/slurm/uid_0/job_{job}/step_0/task_0");
+    assert!(line.ends_with(&expected), "{line}, not {expected}");
+    let job_dir = v1.mount_point.join(format!("slurm/uid_0/job_{job}"));
+    assert!(!job_dir.exists(), "{} is left", job_dir.display());
+}

@@ -1,0 +1,178 @@
+//! counterhal's Slurm SPANK plugin, `spank_counterhal.so`: `srun --counters[=EVENTS]` (and
+//! `sbatch`, `salloc`, whose steps it reaches) counts each task of a step from its exec, as
+//! `perf stat -- cmd` counts a command, and prints the counts of each node's tasks, added up,
+//! at their end on the job's standard error, as `counterhal stat` prints them; and, where a
+//! cgroup v1 perf_event hierarchy is mounted, it places each task in a cgroup of its own there
+//! (`slurm/uid_U/job_J/step_S/task_T`, the cgroup/v1 plugin's layout) so that `counterhal
+//! serve` counts every job whole.
+//!
+//! Where each callback runs (Slurm 22.05, src/slurmd/slurmstepd/mgr.c): `slurm_spank_init`
+//! everywhere (it registers the options); the options' callbacks in srun, sbatch or salloc and
+//! again in slurmstepd, with the value srun passed on; `slurm_spank_task_post_fork` in
+//! slurmstepd as root, once per task after the task was forked and placed in its cgroups and
+//! before it may exec (`_fork_all_tasks`: the task waits on a pipe until every post-fork
+//! callback returned), so counters opened there with `enable_on_exec` start at the user's
+//! program; `slurm_spank_task_exit` in slurmstepd after the task was reaped and before srun is
+//! told, while slurmstepd's standard error is still the job's (`_slurmd_job_log_init` made it
+//! task 0's; `_wait_for_io` closes it later); `slurm_spank_exit` last, after every process of
+//! the step was killed.
+//!
+//! A failure of the plugin never fails a job: every callback returns success, and what went
+//! wrong is said on the job's standard error (in slurmstepd) or srun's, the job then running
+//! uncounted.
+
+use std::ffi::c_int;
+use std::sync::Mutex;
+
+mod cgroup_v1;
+mod report;
+mod step;
+mod sys;
+
+/// perf's stat records (`perf.data`), the source the command's `stat record` and `stat report`
+/// use: the plugin writes one, and `counterhal stat report` reads it.
+#[allow(dead_code, unused_imports)]
+#[path = "../../cli/src/stat/recording/mod.rs"]
+mod recording;
+
+use report::Output;
+use step::{Request, Step};
+use sys::{Context, Handle, Item};
+
+/// What the plugin holds in one process: the options given, the plugstack.conf arguments,
+/// and in slurmstepd the step counted.
+struct Plugin {
+    request: Option<Request>,
+    output: Output,
+    counterhal: String,
+    step: Option<Step>,
+}
+
+static PLUGIN: Mutex<Plugin> = Mutex::new(Plugin {
+    request: None,
+    output: Output::Text,
+    counterhal: String::new(),
+    step: None,
+});
+
+/// Runs `f` on the plugin's state, a panic in it (a fault of the plugin's) caught and said,
+/// never crossing into Slurm; returns success to Slurm whatever happened.
+fn with_plugin(f: impl FnOnce(&mut Plugin)) -> c_int {
+    counterhal_cboundary::catch(
+        || {
+            let mut plugin = PLUGIN.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut plugin);
+        },
+        || step::say("the plugin failed inside; the job runs uncounted"),
+    );
+    sys::SUCCESS
+}
+
+/// The default path of the command that prints the counts (plugstack.conf's
+/// `counterhal=PATH` changes it).
+const COUNTERHAL: &str = "/usr/bin/counterhal";
+
+/// `slurm_spank_init`: reads plugstack.conf's `arguments` and registers `--counters[=EVENTS]`,
+/// `--counters-field-separator=SEP` and `--counters-json` in every context.
+fn init(spank: Handle, arguments: &[String]) -> c_int {
+    with_plugin(|plugin| {
+        plugin.counterhal = COUNTERHAL.to_string();
+        for argument in arguments {
+            match argument.split_once('=') {
+                Some(("counterhal", path)) => plugin.counterhal = path.to_string(),
+                _ => step::say(&format!(
+                    "plugstack.conf: unknown argument `{argument}`; the one argument is \
+                     counterhal=PATH, the command that prints the counts"
+                )),
+            }
+        }
+        let options: [(&str, Option<&str>, &str, sys::OptionCallback); 3] = [
+            (
+                "counters",
+                Some("EVENTS"),
+                "Count each task from its exec (counterhal; default: perf stat's events) and \
+                 print the counts at its end on the job's standard error",
+                sys::counters_option,
+            ),
+            (
+                "counters-field-separator",
+                Some("SEP"),
+                "With --counters: print the counts as counterhal stat -x SEP does",
+                sys::separator_option,
+            ),
+            (
+                "counters-json",
+                None,
+                "With --counters: print the counts as counterhal stat -j does",
+                sys::json_option,
+            ),
+        ];
+        for (name, arginfo, usage, callback) in options {
+            let rc = sys::register_option(spank, name, arginfo, usage, callback);
+            if rc != sys::SUCCESS && sys::context() != Context::Other {
+                step::say(&format!("could not register --{name} (SPANK error {rc})"));
+            }
+        }
+    })
+}
+
+/// `--counters[=EVENTS]`, in srun, sbatch, salloc and slurmstepd.
+fn counters_given(events: Option<String>) -> c_int {
+    with_plugin(|plugin| plugin.request = Some(Request::new(events.as_deref())))
+}
+
+/// `--counters-field-separator=SEP`.
+fn separator_given(separator: Option<String>) -> c_int {
+    with_plugin(|plugin| plugin.output = Output::Separated(separator.unwrap_or_default()))
+}
+
+/// `--counters-json`.
+fn json_given() -> c_int {
+    with_plugin(|plugin| plugin.output = Output::Json)
+}
+
+/// `slurm_spank_task_post_fork`, in slurmstepd as root: the task (held before its exec)
+/// placed in its v1 perf_event cgroup where one is mounted, and counted from its exec where
+/// `--counters` was given.
+fn task_post_fork(spank: Handle) -> c_int {
+    with_plugin(|plugin| {
+        let Some(task) = step::Task::of(spank) else {
+            return;
+        };
+        let step = plugin
+            .step
+            .get_or_insert_with(|| Step::new(spank, plugin.request.clone()));
+        step.place(&task);
+        step.count(&task);
+    })
+}
+
+/// `slurm_spank_task_exit`, in slurmstepd: the task's counts read, and where it was the
+/// node's last, the node's counts printed.
+fn task_exit(spank: Handle) -> c_int {
+    with_plugin(|plugin| {
+        let (Some(step), Some(task)) = (plugin.step.as_mut(), sys::number(spank, Item::TaskId))
+        else {
+            return;
+        };
+        if step.task_ended(task) {
+            step.report(&plugin.counterhal, &plugin.output);
+        }
+    })
+}
+
+/// `slurm_spank_exit`: in slurmstepd, the v1 cgroups the plugin made removed.
+fn exit() -> c_int {
+    with_plugin(|plugin| {
+        if let Some(step) = plugin.step.take() {
+            step.remove_cgroups();
+        }
+    })
+}
+
+/// The path its tests name the records' writer by (`crate::stat::recording`), as the command
+/// names it.
+#[cfg(test)]
+mod stat {
+    pub(crate) use crate::recording;
+}

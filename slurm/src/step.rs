@@ -1,0 +1,244 @@
+//! One step on one node, as slurmstepd runs it: its tasks, the counters opened on each from
+//! its exec, their counts added up as the tasks end.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use counterhal::{AnyGroup, Chosen, Reading};
+use counterhal_hal::{BackendTarget, EventSet, Group, OpenOptions, ResolvedEvent};
+
+use crate::report::Output;
+use crate::sys::{self, Handle, Item};
+
+/// Says `message` on standard error, which in slurmstepd is the job's (task 0's, where
+/// slurmstepd pointed its own) and in srun the user's terminal.
+pub fn say(message: &str) {
+    let _ = writeln!(std::io::stderr(), "counterhal: {message}");
+}
+
+/// What `--counters` asked for: the events, or perf stat's default ones.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The events as given (`-e`'s list), or None for perf stat's default events.
+    events: Option<String>,
+}
+
+impl Request {
+    /// The request of `--counters` with `events` (None or empty: the default events).
+    pub fn new(events: Option<&str>) -> Request {
+        Request {
+            events: events.filter(|e| !e.trim().is_empty()).map(str::to_string),
+        }
+    }
+}
+
+/// One task of the step, as `slurm_spank_task_post_fork` sees it.
+pub struct Task {
+    /// Its local id (S_TASK_ID).
+    pub id: u32,
+    /// Its process (S_TASK_PID), held before its exec.
+    pub pid: u32,
+}
+
+impl Task {
+    /// The task of this callback, or None outside a task.
+    pub fn of(spank: Handle) -> Option<Task> {
+        Some(Task {
+            id: sys::number(spank, Item::TaskId)?,
+            pid: sys::number(spank, Item::TaskPid)?,
+        })
+    }
+}
+
+/// The events a step counts, opened on the backend counterhal's command would choose.
+struct Counting {
+    backend: Chosen,
+    events: Vec<ResolvedEvent>,
+    /// Each task's sets, one per event (None: that event did not open on it).
+    tasks: Vec<(u32, Vec<Option<EventSet<AnyGroup>>>)>,
+    /// Each event's counts added over the tasks that ended; None where none counted it.
+    sums: Vec<Option<Reading>>,
+    /// Why an event could not be opened, said once per event.
+    said: Vec<bool>,
+}
+
+/// The step on this node.
+pub struct Step {
+    job: u32,
+    step: u32,
+    uid: u32,
+    local_tasks: u32,
+    command_line: Vec<String>,
+    started: Instant,
+    ended: u32,
+    counting: Option<Counting>,
+    /// The v1 perf_event cgroups made for the tasks, each below the ones before it.
+    cgroups: Vec<PathBuf>,
+}
+
+impl Step {
+    /// The step of slurmstepd's `spank` handle, counted as `request` asks (None: not
+    /// counted); an event that cannot be resolved is said, and the step is not counted.
+    pub fn new(spank: Handle, request: Option<Request>) -> Step {
+        let counting = request.and_then(Counting::new);
+        Step {
+            job: sys::number(spank, Item::JobId).unwrap_or(0),
+            step: sys::number(spank, Item::JobStepId).unwrap_or(0),
+            uid: sys::number(spank, Item::JobUid).unwrap_or(0),
+            local_tasks: sys::number(spank, Item::LocalTaskCount).unwrap_or(1),
+            command_line: sys::argv(spank),
+            started: Instant::now(),
+            ended: 0,
+            counting,
+            cgroups: Vec::new(),
+        }
+    }
+
+    /// Opens the step's events on `task`, held before its exec, from its exec on and
+    /// following every process and thread it creates.
+    pub fn count(&mut self, task: &Task) {
+        let Some(counting) = self.counting.as_mut() else {
+            return;
+        };
+        let mut options = OpenOptions::default();
+        options.grouped = false;
+        let target = BackendTarget::Exec { pid: task.pid };
+        let sets = counting
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, event)| {
+                match counterhal_hal::open_set(
+                    &counting.backend,
+                    vec![event.clone()],
+                    &target,
+                    &options,
+                ) {
+                    Ok(set) => Some(set),
+                    Err(e) => {
+                        if !counting.said[i] {
+                            counting.said[i] = true;
+                            say(&format!("{} is not counted: {e}", event.name));
+                        }
+                        None
+                    }
+                }
+            })
+            .collect();
+        counting.tasks.push((task.id, sets));
+    }
+
+    /// Reads task `id`'s final counts (it was reaped: its counters hold what it and what it
+    /// created counted) into the node's; whether every task of the node has ended.
+    pub fn task_ended(&mut self, id: u32) -> bool {
+        self.ended += 1;
+        if let Some(counting) = self.counting.as_mut()
+            && let Some(at) = counting.tasks.iter().position(|(task, _)| *task == id)
+        {
+            let (_, sets) = counting.tasks.swap_remove(at);
+            for (sum, set) in counting.sums.iter_mut().zip(sets) {
+                let mut reading = [Reading::default()];
+                if let Some(mut set) = set
+                    && set.read(&mut reading).is_ok()
+                {
+                    let total = sum.get_or_insert_with(Reading::default);
+                    total.value += reading[0].value;
+                    total.time_enabled += reading[0].time_enabled;
+                    total.time_running += reading[0].time_running;
+                }
+            }
+        }
+        self.ended >= self.local_tasks
+    }
+
+    /// Prints the node's counts on the job's standard error with `counterhal`, as its `stat
+    /// report` prints them in `output`'s form.
+    pub fn report(&mut self, counterhal: &str, output: &Output) {
+        let Some(counting) = self.counting.take() else {
+            return;
+        };
+        let elapsed_ns = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let title = format!(
+            "{} (job {} step {} on {}, {} task{})",
+            self.command_line.join(" "),
+            self.job,
+            crate::report::step_name(self.step),
+            crate::report::node_name(),
+            self.local_tasks,
+            if self.local_tasks == 1 { "" } else { "s" }
+        );
+        let recording =
+            crate::report::recording(title, &counting.events, &counting.sums, elapsed_ns);
+        if let Err(why) = crate::report::print(counterhal, output, &recording) {
+            say(&format!("the counts could not be printed: {why}"));
+        }
+        drop(counting.backend);
+    }
+
+    /// Places `task` in a cgroup of its own in the v1 perf_event hierarchy, where one is
+    /// mounted.
+    pub fn place(&mut self, task: &Task) {
+        match crate::cgroup_v1::place(
+            self.uid,
+            self.job,
+            self.step,
+            (task.id, task.pid),
+            &mut self.cgroups,
+        ) {
+            Ok(()) => {}
+            Err(why) => say(&format!(
+                "task {} is not in a perf_event cgroup of its own: {why}",
+                task.id
+            )),
+        }
+    }
+
+    /// Removes the v1 cgroups made for the step's tasks (the step's processes are gone).
+    pub fn remove_cgroups(self) {
+        crate::cgroup_v1::remove(&self.cgroups);
+    }
+}
+
+impl Counting {
+    /// The backend and the events of `request`, or None where they cannot be had (said).
+    fn new(request: Request) -> Option<Counting> {
+        let backend = match counterhal::open_default() {
+            Ok(backend) => backend,
+            Err(e) => {
+                say(&format!("no counters here ({e}); the step runs uncounted"));
+                return None;
+            }
+        };
+        let names: Vec<String> = match &request.events {
+            Some(list) => counterhal::split_event_list(list)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            None => counterhal_events::perf::STAT_DEFAULT_EVENTS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        };
+        let mut events = Vec::new();
+        for name in &names {
+            match backend.resolve(name) {
+                Ok(event) => events.push(event),
+                // perf stat's default events that this machine lacks are left out.
+                Err(_) if request.events.is_none() => {}
+                Err(e) => {
+                    say(&format!("--counters: {e}; the step runs uncounted"));
+                    return None;
+                }
+            }
+        }
+        let n = events.len();
+        Some(Counting {
+            backend,
+            events,
+            tasks: Vec::new(),
+            sums: vec![None; n],
+            said: vec![false; n],
+        })
+    }
+}
