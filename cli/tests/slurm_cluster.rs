@@ -132,8 +132,12 @@ impl Cluster {
                 .args(["munge:munge", "/run/munge"])
                 .status()
                 .ok();
-            let munged = Command::new("runuser")
-                .args(["-u", "munge", "--", "munged", "--foreground", "--force"])
+            // setpriv execs munged itself (runuser would fork it): the child is munged, so
+            // that the kill on drop ends it, with the descriptors it inherited (a caller's
+            // flock of the Slurm tests' lock among them).
+            let munged = Command::new("setpriv")
+                .args(["--reuid=munge", "--regid=munge", "--init-groups", "--"])
+                .args(["munged", "--foreground", "--force"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()

@@ -116,7 +116,6 @@ pub fn print(counterhal: &str, output: &Output, recording: &Recording) -> Result
         .args(["report", "-i", "/dev/stdin"])
         .stdin(Stdio::from(input))
         .stdout(Stdio::from(stderr))
-        .env("LC_ALL", "C.UTF-8")
         .status()
         .map_err(|e| format!("{counterhal}: {e} (plugstack.conf's counterhal=PATH names it)"))?;
     match status.success() {

@@ -59,8 +59,10 @@ struct Counting {
     tasks: Vec<(u32, Vec<Option<EventSet<AnyGroup>>>)>,
     /// Each event's counts added over the tasks that ended; None where none counted it.
     sums: Vec<Option<Reading>>,
-    /// Why an event could not be opened, said once per event.
-    said: Vec<bool>,
+    /// Whether an event that could not be opened is still to be said (the events asked
+    /// for, once each; perf stat's default events are left to the report's `<not
+    /// supported>`).
+    to_say: Vec<bool>,
 }
 
 /// The step on this node.
@@ -117,8 +119,8 @@ impl Step {
                 ) {
                     Ok(set) => Some(set),
                     Err(e) => {
-                        if !counting.said[i] {
-                            counting.said[i] = true;
+                        if counting.to_say[i] {
+                            counting.to_say[i] = false;
                             say(&format!("{} is not counted: {e}", event.name));
                         }
                         None
@@ -238,7 +240,7 @@ impl Counting {
             events,
             tasks: Vec::new(),
             sums: vec![None; n],
-            said: vec![false; n],
+            to_say: vec![request.events.is_some(); n],
         })
     }
 }
