@@ -88,12 +88,13 @@ fn srun(cluster: &Cluster, args: &[&str]) -> Output {
 }
 
 /// Done when: `srun --counters=page-faults WORK` prints the step's page faults at its end on
-/// its standard error, in `counterhal stat`'s table, `-x,` and `-j` forms, and they are
-/// what `counterhal stat -e page-faults WORK` counts of the same program on this node (the
-/// oracle, itself held to perf stat elsewhere: both count from the exec), within 1%; with
-/// `-n2` the two tasks' sum; a bad event name is said, by name, and the job still runs and
-/// succeeds; the task runs in the cgroup the cgroup/v2 plugin made for it
-/// (`job_J/step_0/user/task_0`), the one `counterhal serve` follows.
+/// its standard error, in `counterhal stat`'s table, `-x,` and `-j` forms (and for the metric
+/// `page_faults_per_second`, the events it reads), and they are what `counterhal stat -e
+/// page-faults WORK` counts of the same program on this node (the oracle, itself held to
+/// perf stat elsewhere: both count from the exec), within 1%; with `-n2` the two tasks' sum;
+/// a bad event name is said, by name, and the job still runs and succeeds; the task runs in
+/// the cgroup the cgroup/v2 plugin made for it (`job_J/step_0/user/task_0`), the one
+/// `counterhal serve` follows.
 ///
 /// Oracle: Slurm 22.05 (Debian 12's slurm-wlm: srun, slurmctld, slurmd and slurmstepd loading
 /// the plugin through plugstack.conf) and `counterhal stat` on the same work.
@@ -177,6 +178,25 @@ fn srun_counters_prints_the_steps_counts_as_stat_prints_them() {
     assert!(
         (counted - oracle).abs() <= oracle * 0.01,
         "{line} vs {oracle}"
+    );
+
+    // A metric counts the events it reads (`page_faults_per_second`: page-faults).
+    let metric = srun(
+        &cluster,
+        &[
+            "--counters=page_faults_per_second",
+            "--counters-field-separator=,",
+            work,
+            "20000",
+            "0",
+            "0",
+        ],
+    );
+    let counted = separated_count(&stderr(&metric), "page-faults")
+        .unwrap_or_else(|| panic!("no page-faults for the metric: {}", stderr(&metric)));
+    assert!(
+        (counted - oracle).abs() <= oracle * 0.01,
+        "{counted} vs {oracle}"
     );
 
     let bad = srun(

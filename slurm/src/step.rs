@@ -222,12 +222,22 @@ impl Counting {
                 .map(|s| s.to_string())
                 .collect(),
         };
-        let mut events = Vec::new();
+        let mut events: Vec<ResolvedEvent> = Vec::new();
         for name in &names {
-            match backend.resolve(name) {
-                Ok(event) => events.push(event),
+            let resolved = match backend.resolve(name) {
+                Ok(event) => Ok(vec![event]),
                 // perf stat's default events that this machine lacks are left out.
-                Err(_) if request.events.is_none() => {}
+                Err(_) if request.events.is_none() => Ok(Vec::new()),
+                // A metric's events (`stat -M`'s names), where the name is one.
+                Err(e) => metric_events(&backend, name).ok_or(e),
+            };
+            match resolved {
+                Ok(resolved) => events.extend(
+                    resolved
+                        .into_iter()
+                        .filter(|new| events.iter().all(|had| had.name != new.name))
+                        .collect::<Vec<_>>(),
+                ),
                 Err(e) => {
                     say(&format!("--counters: {e}; the step runs uncounted"));
                     return None;
@@ -243,4 +253,21 @@ impl Counting {
             to_say: vec![request.events.is_some(); n],
         })
     }
+}
+
+/// The events the metric (or metric group) `name` reads on `backend`'s CPU model, as `stat -M`
+/// plans them, resolved; None where `name` is no metric or one of its events does not
+/// resolve.
+fn metric_events(backend: &Chosen, name: &str) -> Option<Vec<ResolvedEvent>> {
+    use counterhal::metrics;
+    let chosen = metrics::chosen(&[name.to_string()], backend.cpu_model()).ok()?;
+    if chosen.is_empty() {
+        return None;
+    }
+    let system = counterhal::system::System::host();
+    let needed = metrics::events_needed(&system, &chosen);
+    needed
+        .iter()
+        .map(|event| backend.resolve(event).ok())
+        .collect()
 }
