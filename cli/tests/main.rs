@@ -68,7 +68,7 @@ mod serve_topology;
 #[cfg(feature = "serve")]
 mod serve_web;
 mod shell;
-#[cfg(target_os = "linux")]
+#[cfg(any(feature = "serve", target_os = "linux"))]
 mod slurm_cluster;
 #[cfg(target_os = "linux")]
 mod slurm_spank;

@@ -35,6 +35,7 @@ pub struct Cluster {
 impl Cluster {
     /// A cluster on this node, its cgroups below `mount`; or why there is none (Slurm or
     /// munge not installed, not root, a daemon that would not start).
+    #[cfg_attr(not(feature = "serve"), allow(dead_code))] // the exporter's tests start it
     pub fn start(mount: &Path) -> Result<Cluster, (Need, String)> {
         Cluster::start_with(mount, None)
     }
