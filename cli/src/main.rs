@@ -1,4 +1,4 @@
-//! The `counterhal` command: stat, list, encode, info, check, serve.
+//! The `counterhal` command: stat, list, encode, info, check, serve, script, record.
 #![deny(unsafe_code)]
 
 mod args;
@@ -12,6 +12,7 @@ mod list;
 mod models;
 mod options;
 mod output;
+mod record;
 mod reference;
 mod report;
 mod script;
@@ -42,6 +43,8 @@ Exit status:
            listened on; 2 for bad arguments
   script   0 when the recording was read whole; 1 when the output cannot be
            written; 2 for a recording that cannot be read or is not one
+  record   0 when a record was printed; 1 when none is selected or the output
+           cannot be written; 2 when the records cannot be read
   completions, version
            0; 2 for a shell it does not know, or bad arguments";
 
@@ -67,6 +70,7 @@ enum Command {
     Completions(Box<completions::CompletionsArgs>),
     Version(Box<version::VersionArgs>),
     Script(Box<script::ScriptArgs>),
+    Record(Box<record::RecordArgs>),
 }
 
 const STAT: &str = "Run a command (or attach) and count events, like `perf stat`";
@@ -82,6 +86,8 @@ const COMPLETIONS: &str =
 const VERSION: &str =
     "Print the version and, with --build-options, what this build can do, as `perf version`";
 const SCRIPT: &str = "Print a recording's stat records as `perf script` prints them";
+const RECORD: &str =
+    "Print the records serve kept of ended jobs, pods and containers as stat prints a run";
 
 /// How a subcommand is described to clap (its table's options and words, its one-line help).
 type Describe = fn(clap::Command) -> clap::Command;
@@ -101,7 +107,7 @@ fn read<T: args::Table>(argv: &[OsString], into: fn(Box<T>) -> Command) -> Resul
 /// one-line help set again after them) and how its words are read. Each subcommand is
 /// described only when its help is asked for (or the reference, the manual pages and the
 /// completions are written).
-const SUBCOMMANDS: [(&str, &str, Describe, Read); 9] = [
+const SUBCOMMANDS: [(&str, &str, Describe, Read); 10] = [
     (
         "stat",
         STAT,
@@ -174,6 +180,12 @@ const SUBCOMMANDS: [(&str, &str, Describe, Read); 9] = [
         |c| args::described::describe::<script::ScriptArgs>(c).about(SCRIPT),
         |argv| read(argv, Command::Script),
     ),
+    (
+        "record",
+        RECORD,
+        |c| args::described::describe::<record::RecordArgs>(c).about(RECORD),
+        |argv| read(argv, Command::Record),
+    ),
 ];
 
 /// The command as clap describes it: what `--help`, the reference, the manual pages and the
@@ -210,6 +222,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Completions(args) => completions::run(*args),
         Command::Version(args) => version::run(*args),
         Command::Script(args) => script::run(*args),
+        Command::Record(args) => record::run(*args),
     }
 }
 

@@ -151,6 +151,33 @@ impl Table for ServeCommand {
             scrape had read them (each holds one reading per event, about 100 bytes and its \
             labels)",
         ),
+        path(None, "records", "DIR", |a: &mut ServeCommand, v| {
+            a.serve.records = Some(v);
+        })
+        .says(
+            "Keep a record of each followed cgroup's whole counts when it is removed (a Slurm \
+            job, a pod, a container that ended): one JSON line in DIR/journal (made where it \
+            is not there; /var/lib/counterhal/records is where `counterhal record` looks), \
+            served by /records and printed by `counterhal record`; off where not given",
+        ),
+        text(None, "records-size", "BYTES", |a: &mut ServeCommand, v| {
+            a.serve.records_size = options::bytes(v)?;
+            Ok(())
+        })
+        .default("8M")
+        .says(
+            "The most bytes a journal file holds, with K, M or G (4K to 1T): past it the \
+            journal is rotated (journal to journal.1, journal.1 to journal.2...)",
+        ),
+        text(None, "records-files", "N", |a: &mut ServeCommand, v| {
+            a.serve.records_files = options::within(v, 1, 1000)?;
+            Ok(())
+        })
+        .default("4")
+        .says(
+            "The journal's files kept, the current one included; the oldest past them is \
+            dropped, so the journal holds at most N times --records-size",
+        ),
         text(None, "cgroup-mode", "MODE", |a: &mut ServeCommand, v| {
             a.serve.cgroup_mode = options::cgroup_mode(v)?;
             Ok(())
@@ -323,6 +350,16 @@ impl Table for ServeCommand {
         &[("per-socket", &["per-die"])];
     const REQUIRES: &'static [(&'static str, &'static str, &'static str)] = &[
         ("rules", "metrics", "--rules -M IPC"),
+        (
+            "records-size",
+            "records",
+            "--records /var/lib/counterhal/records --records-size 8M",
+        ),
+        (
+            "records-files",
+            "records",
+            "--records /var/lib/counterhal/records --records-files 4",
+        ),
         (
             "kubelet-log-labels",
             "kubelet-logs",

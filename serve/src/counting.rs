@@ -8,7 +8,8 @@
 //! writes the readings out ([`families`]). A followed cgroup that goes is read once more and its counters
 //! closed at once: its last readings stay as data ([`Source::Kept`]: no descriptor, no BPF
 //! map slot) until a scrape has exported them, so that the cgroups still there always find
-//! room.
+//! room. At that moment its record, its whole counts, goes to the journal where `--records`
+//! keeps one ([`record`]).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -232,6 +233,8 @@ pub struct Exporter {
     /// The cgroups matched whose following the counter refused for want of room (the BPF
     /// mode's map full), each counted as dropped once.
     refused_cgroups: HashSet<Arc<str>>,
+    /// `--records`: the journal a departed cgroup's record is sent to (`None`: none kept).
+    pub records: Option<crate::records::journal::Journal>,
 }
 
 /// The CPUs of `online` that `only` lists (`None`: every one), which the exporter counts.
@@ -277,6 +280,7 @@ impl Exporter {
             departed_most: DEPARTED_MAX,
             departed_for: DEPARTED_FOR,
             refused_cgroups: HashSet::new(),
+            records: None,
         }
     }
 
@@ -531,6 +535,7 @@ impl Exporter {
             if !self.per_cpu {
                 self.sum_departed();
             }
+            self.record_departed(since);
         }
         self.keep_departed_within_bound(health);
     }
@@ -906,6 +911,7 @@ impl Place {
 }
 
 mod families;
+mod record;
 
 #[cfg(all(test, target_os = "linux"))]
 mod follow_tests;

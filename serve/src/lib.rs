@@ -48,6 +48,7 @@ mod machine;
 pub mod options;
 mod per_cgroup;
 mod process;
+pub mod records;
 mod rules;
 mod scrape;
 mod signals;
@@ -73,7 +74,8 @@ pub const DEFAULT_PORT: u16 = 19110;
 /// The usage line of `serve`'s errors.
 pub const USAGE: &str = "counterhal serve [--listen ADDR:PORT] [-e EV[,EV...]] [-M METRIC[,METRIC]] \
 [--rules [--rules-window DURATION]] [--cgroups PATTERN...] [--cgroup-depth N] [--max-cgroups N] \
-[--departed-for DURATION] [--departed-max N] [--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] \
+[--departed-for DURATION] [--departed-max N] \
+[--records DIR [--records-size BYTES] [--records-files N]] [--cgroup-mode auto|bpf|perf-events] [--kubelet-cgroup-root PATH] \
 [--kubelet-logs DIR [--kubelet-log-labels LABEL[,LABEL]]] \
 [--slurm-cgroup-slice SLICE] [--cpus LIST] [--per-cpu] [--per-socket|--per-die] \
 [--times multiplexed|always] \
@@ -154,6 +156,12 @@ pub struct Config {
     pub write_timeout: Duration,
     /// `--web.config.file`.
     pub web_config: Option<std::path::PathBuf>,
+    /// `--records`: the journal's directory (`None`: no records kept).
+    pub records: Option<std::path::PathBuf>,
+    /// `--records-size`.
+    pub records_size: u64,
+    /// `--records-files`.
+    pub records_files: u32,
 }
 
 /// Why `serve` stopped before serving: the error, and for bad arguments the usage line that
@@ -293,6 +301,33 @@ fn kubelet_logs(args: &Config) -> Option<labels::kubelet_logs::KubeletLogs> {
     Some(logs)
 }
 
+/// `--records`: the journal the departed cgroups' records go to, their metrics `metrics`
+/// (the portable ones where `-M` names none); `None` where not given.
+///
+/// # Errors
+/// The directory cannot be made or its journal appended to (exit 1).
+fn journal(
+    args: &Config,
+    metrics: &[&'static counterhal::metrics::MetricDef],
+    system: &counterhal_system::System,
+) -> Result<Option<records::journal::Journal>, Failure> {
+    let Some(dir) = &args.records else {
+        return Ok(None);
+    };
+    let metrics = match metrics.is_empty() {
+        true => counterhal::metrics::portable().iter().collect(),
+        false => metrics.to_vec(),
+    };
+    let bounds = records::journal::Bounds {
+        file_bytes: args.records_size,
+        files: args.records_files,
+    };
+    let machine = counterhal::metrics::Machine::new(system.clone());
+    let journal = records::journal::Journal::open(dir, bounds, metrics, machine)
+        .map_err(|e| Failure::failed(Error::invalid_input(e)))?;
+    Ok(Some(journal))
+}
+
 /// `--rules`: the `-M` metrics of `context`'s model as Prometheus recording rules over the
 /// exported counters (a YAML rules file), for the command to print.
 ///
@@ -384,6 +419,7 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
         _ => counting::Aggregate::Cpu,
     };
     exporter.times = args.times;
+    exporter.records = journal(&args, &metrics, &system)?;
     exporter.cpus = args.cpus.clone();
     exporter.system = system;
     exporter.kubelet = labels::kubernetes::Kubelet::new(&args.kubelet_cgroup_root)
@@ -409,6 +445,10 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
     // open.
     if let Some(cgroups) = &exporter.cgroups {
         say_mode(cgroups, &hierarchies, &exporter.system);
+    }
+    if let Some(journal) = &exporter.records {
+        let fields: [(&str, &dyn std::fmt::Display); 1] = [("dir", &journal.dir.display())];
+        log::info("records of departed cgroups kept", &fields);
     }
     // After the address (the log's first line), as what it reads is said.
     exporter.kubelet_logs = kubelet_logs(&args);
@@ -447,7 +487,8 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
     let exporter = Arc::new(std::sync::Mutex::new(exporter));
     #[cfg(target_os = "linux")]
     follower::start(Arc::clone(&exporter), Arc::clone(&health));
-    let layer = http::layer::Layer::new(scrape::Scrape::new(exporter, Arc::clone(&health)), web);
+    let scrape = scrape::Scrape::new(exporter, Arc::clone(&health), args.records.clone());
+    let layer = http::layer::Layer::new(scrape, web);
     let server = http::transport::Server::new(listener, limits, layer, Arc::clone(&health.http));
     signals::take(server.shared());
     server.serve();

@@ -95,6 +95,9 @@ impl Default for Config {
             header_timeout: Duration::from_secs(5),
             write_timeout: Duration::from_secs(10),
             web_config: None,
+            records: None,
+            records_size: crate::records::journal::FILE_BYTES,
+            records_files: crate::records::journal::FILES,
         }
     }
 }
@@ -118,6 +121,23 @@ pub fn promql_duration(text: &str) -> Result<String, String> {
 pub fn departed_for(text: &str) -> Result<Duration, String> {
     crate::http::web::duration(text)
         .map_err(|e| format!("{e}: a Prometheus duration (30s, 10m, 1h)"))
+}
+
+/// `--records-size`: bytes, with `K`, `M` or `G` for 1024, 1024² or 1024³ of them (as
+/// logrotate's `size` reads them), from 4K to 1T.
+pub fn bytes(text: &str) -> Result<u64, String> {
+    let right = || format!("`{text}` is no size: bytes from 4K to 1T, with K, M or G (8M)");
+    let (number, unit) = match text.char_indices().last() {
+        Some((at, 'K' | 'k')) => (&text[..at], 1u64 << 10),
+        Some((at, 'M' | 'm')) => (&text[..at], 1 << 20),
+        Some((at, 'G' | 'g')) => (&text[..at], 1 << 30),
+        _ => (text, 1),
+    };
+    let value: u64 = number.parse().map_err(|_| right())?;
+    match value.checked_mul(unit) {
+        Some(size) if (4096..=1 << 40).contains(&size) => Ok(size),
+        _ => Err(right()),
+    }
 }
 
 /// A list of CPUs (`0-3,8`), at least one.

@@ -1,9 +1,12 @@
 //! The scrape handler: `/metrics` renders the counts under the exporter's lock, in the format
 //! the `Accept` header asks for; `/` a page naming what is counted and what did not open;
 //! `/-/healthy` and `/-/ready`, Prometheus' probe paths, a line that says so to anyone (no
-//! lock, no event or cgroup named; `/-/ready` answers 503 with why while no counter counts); anything else 404. It knows nothing of connections, users, headers or compression (the
+//! lock, no event or cgroup named; `/-/ready` answers 503 with why while no counter counts);
+//! `/records`, the departed cgroups' records that its query selects (`--records`); anything
+//! else 404. It knows nothing of connections, users, headers or compression (the
 //! transport's and the layer's).
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -22,15 +25,49 @@ pub struct Scrape {
     health: Arc<Health>,
     /// The size of the last scrape (the next one's buffer starts at it).
     last_size: AtomicUsize,
+    /// `--records`: the journal's directory, whose records `/records` serves.
+    records: Option<PathBuf>,
 }
 
 impl Scrape {
-    /// The routes over `exporter`, with its `health`.
-    pub fn new(exporter: Arc<Mutex<Exporter>>, health: Arc<Health>) -> Scrape {
+    /// The routes over `exporter`, with its `health` and the directory of its `records`.
+    pub fn new(
+        exporter: Arc<Mutex<Exporter>>,
+        health: Arc<Health>,
+        records: Option<PathBuf>,
+    ) -> Scrape {
         Scrape {
             exporter,
             health,
             last_size: AtomicUsize::new(4096),
+            records,
+        }
+    }
+
+    /// `/records?QUERY`: the records of the journal that the query selects, JSON lines,
+    /// oldest first (read from the disk, not under the counters' lock); 404 where no
+    /// journal is kept, 400 for a query that selects nothing it knows.
+    fn records(&self, request: &Request<'_>) -> Response {
+        let Some(dir) = &self.records else {
+            return Response::text(
+                404,
+                "no records are kept: serve was started without --records",
+            );
+        };
+        let query = request.target.split_once('?').map_or("", |(_, q)| q);
+        let query = query.split('#').next().unwrap_or("");
+        let selection = match crate::records::Selection::of_query(query) {
+            Ok(selection) => selection,
+            Err(why) => return Response::text(400, &why),
+        };
+        match crate::records::read(dir, &selection) {
+            Ok(found) => {
+                let body: String = found.records.iter().map(|r| r.line()).collect();
+                let mut answer = Response::new(200, RECORDS_TYPE, body.into_bytes());
+                answer.compressible = true;
+                answer
+            }
+            Err(why) => Response::text(500, &why),
         }
     }
 
@@ -60,6 +97,7 @@ impl Handler for Scrape {
                 answer
             }
             "/" => Response::new(200, "text/html; charset=utf-8", index(&self.lock())),
+            RECORDS => self.records(request),
             // It listens only once its events are open and its configuration read, so an
             // answer is both.
             HEALTHY => Response::text(200, "counterhal serve is Healthy."),
@@ -99,6 +137,9 @@ pub(crate) fn write(
             super::per_cgroup::write(out, format, cgroups, counts, health.started);
         }
         super::machine::write(out, format, &exporter.system);
+        if let Some(journal) = &exporter.records {
+            journal.write(out, format, health.started);
+        }
     }
     Process::now(&health.process).write(out, format);
     let duration = Family::seconds(
@@ -112,6 +153,11 @@ pub(crate) fn write(
         out.extend_from_slice(b"# EOF\n");
     }
 }
+
+/// The path of the departed cgroups' records.
+const RECORDS: &str = "/records";
+/// Their type: JSON lines (the type jsonlines.org and NDJSON name).
+const RECORDS_TYPE: &str = "application/x-ndjson";
 
 /// The liveness probe's path, as Prometheus names its own.
 const HEALTHY: &str = "/-/healthy";

@@ -424,7 +424,7 @@ fn topology_labels(place: &Place, by: Option<Aggregate>) -> [(&'static str, Labe
 /// `qos_class` with its `namespace`, `pod` and `container` names where read, and its Slurm
 /// job's `slurm_job_id` or `slurm_sluid`, `slurm_step` and `slurm_task` (an empty one is left
 /// out when written).
-fn cgroup_labels(place: &Place) -> [(&'static str, Label<'_>); 11] {
+pub(super) fn cgroup_labels(place: &Place) -> [(&'static str, Label<'_>); 11] {
     let pod = place.pod.as_ref();
     let job = place.job.as_ref();
     [

@@ -29,16 +29,22 @@ use crate::stat::recording::{Attr, DEFAULT_FILE, RecordedEvent, Recording};
 ///
 /// # Errors
 /// The results cannot be written (exit 1).
-pub fn print(mut args: StatArgs, recording: &Recording) -> Result<ExitCode, CliError> {
+pub fn print(args: StatArgs, recording: &Recording) -> Result<ExitCode, CliError> {
+    printing::write(None, &render(args, recording))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `recording` as `stat` prints a run, in the layout `args` asks for (`-x`, `-j`, `--json`),
+/// headed by the command that recorded it: the text [`print()`] writes, and `counterhal
+/// record` a departed cgroup's record.
+pub fn render(mut args: StatArgs, recording: &Recording) -> String {
     let summary = summary_of(recording);
     args.command = match recording.command_line.is_empty() {
         true => vec![OsString::from("pipe")],
         false => recording.command_line.iter().map(OsString::from).collect(),
     };
     let report = Report::recording(&args);
-    let text = printing::render(&report, &summary);
-    printing::write(None, &text)?;
-    Ok(ExitCode::SUCCESS)
+    printing::render(&report, &summary)
 }
 
 /// A recording as `stat` summarizes a run: one event line each (a clock's and a tool event's
