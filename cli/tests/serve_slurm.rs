@@ -272,3 +272,204 @@ fn jobs_made_by_slurmd_are_labelled_and_counted_whole() {
     }
     drop(cluster);
 }
+
+/// Done when: a job that Debian's slurmctld and slurmd run (`srun` of a work that faults a
+/// known number of pages) leaves a record of its whole counts in serve's journal when it
+/// ends (`--records`), which `counterhal record --slurm-job` prints as stat prints a run, and
+/// which the shipped slurmctld epilog (examples/slurm/counterhal-epilog-slurmctld, as
+/// `EpilogSlurmctld`) fetched from the node's serve (`/records`) and stored in the job's
+/// AdminComment in the accounting database, read back by `sacct`.
+///
+/// Oracle: Slurm 22.05 (Debian 12's slurm-wlm and slurmdbd, over MariaDB 10.11):
+/// slurmstepd making and removing the job's cgroup, slurmctld running the epilog when the job
+/// ends (and refusing `scontrol update` of a job that ended), slurmdbd keeping what
+/// `sacctmgr update job` stores (sacctmgr(1): AdminComment may change after the job ends); the
+/// kernel's count of the work's own page faults (`ru_minflt`), which it prints: the job's
+/// record counts them (BPF mode, each cgroup counted from its first switch) within 1%, and
+/// at most 10% over (slurmstepd's exec of the task).
+#[test]
+fn a_jobs_record_is_kept_printed_and_stored_in_its_admin_comment() {
+    let _alone = crate::common::bpf_alone();
+    let mount = crate::unified_or_skip!();
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-slurm-records-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let work = crate::common::compile_c(
+        &dir,
+        "work",
+        include_str!("data/container_work.c"),
+        &["-O2"],
+    )
+    .expect("the job's work builds");
+    let journal = dir.join("records");
+    let journal_arg = journal.to_string_lossy().into_owned();
+    let pattern = r"^system\.slice/[^/]*slurmstepd\.scope/job_";
+    let served = crate::bpf_or_skip!([
+        "-e",
+        "page-faults,task-clock",
+        "--cgroups",
+        pattern,
+        "--records",
+        &journal_arg
+    ]);
+    // slurmctld gives its epilog no SLURM_CONF (slurm.conf(5): it is the Prolog's and
+    // Epilog's): the cluster's, and serve's address, set around the shipped script.
+    let epilog = dir.join("epilog");
+    let shipped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/slurm/counterhal-epilog-slurmctld");
+    let cluster_conf = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-slurm-{}", std::process::id()))
+        .join("slurm.conf");
+    std::fs::write(
+        &epilog,
+        format!(
+            "#!/bin/sh\nexport PATH=/usr/sbin:/usr/bin:/sbin:/bin SLURM_CONF={} \
+             COUNTERHAL_RECORDS_URL=http://{} COUNTERHAL_WAIT=30\nexec {} \"$@\" \
+             >>{}/epilog.log 2>&1\n",
+            cluster_conf.display(),
+            served.address,
+            shipped.display(),
+            dir.display()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x"])
+        .arg(&epilog)
+        .status()
+        .unwrap();
+    let more = format!("EpilogSlurmctld={}\n", epilog.display());
+    let cluster = match crate::slurm_cluster::Cluster::start_with(&mount, None, &more, true) {
+        Ok(cluster) => cluster,
+        Err((need, why)) => skip!(need, "{why}"),
+    };
+    assert_eq!(cluster.configuration(), cluster_conf);
+    served.scrape();
+    let out = cluster
+        .command("srun")
+        .args(["-n1", "sh", "-c"])
+        .arg(format!(
+            "echo $SLURM_JOB_ID $({} 20000 0.5 0.2)",
+            work.display()
+        ))
+        .output()
+        .expect("srun runs");
+    assert!(out.status.success(), "srun: {}", stderr(&out));
+    let said = stdout(&out);
+    let [job, own] = said.split_whitespace().collect::<Vec<_>>()[..] else {
+        panic!("srun said {said}");
+    };
+    let own: u64 = own.parse().expect("the work's page faults");
+    // The record: in the journal once serve has seen the job's cgroup go.
+    let waited = std::time::Instant::now();
+    let raw = loop {
+        let raw = counterhal(&["record", "--raw", "--slurm-job", job, &journal_arg]);
+        if raw.status.success() || waited.elapsed().as_secs() > 30 {
+            break raw;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(
+        raw.status.success(),
+        "no record of job {job}: {}",
+        stderr(&raw)
+    );
+    let line = stdout(&raw);
+    let record: serde_json::Value = serde_json::from_str(line.trim()).expect("one JSON line");
+    assert_eq!(record["version"], 1, "{line}");
+    assert_eq!(record["labels"]["slurm_job_id"], job, "{line}");
+    let faults = record["events"]
+        .as_array()
+        .and_then(|events| events.iter().find(|e| e["name"] == "page-faults"))
+        .and_then(|e| e["value"].as_u64())
+        .unwrap_or_else(|| panic!("no page-faults in {line}"));
+    eprintln!(
+        "job {job}: its work's own page faults {own}, its record's {faults}, in {} s",
+        record["end"].as_f64().unwrap() - record["start"].as_f64().unwrap()
+    );
+    assert!(
+        faults as f64 >= 0.99 * own as f64 && (faults as f64) < own as f64 * 1.1,
+        "job {job}: the record counted {faults}, its work {own}: {line}"
+    );
+    // Printed as stat prints a run.
+    let printed = counterhal(&["record", "--slurm-job", job, &journal_arg]);
+    assert!(printed.status.success(), "{}", stderr(&printed));
+    let table = stdout(&printed);
+    assert!(
+        table.contains(&format!(
+            "Performance counter stats for 'slurm job {job} on "
+        )) && table.lines().any(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            words.len() >= 2 && words[0] == faults.to_string() && words[1] == "page-faults"
+        }) && table.contains("seconds time elapsed"),
+        "{table}"
+    );
+    // Stored by the epilog in the job's AdminComment, in slurmdbd's record of it.
+    let waited = std::time::Instant::now();
+    let comment = loop {
+        let shown = cluster
+            .command("sacct")
+            .args(["-j", job, "-X", "-n", "-P", "-o", "AdminComment"])
+            .output()
+            .expect("sacct runs");
+        let comment = stdout(&shown).trim().to_string();
+        match comment {
+            comment if comment.starts_with("ch1:") => break comment,
+            _ if waited.elapsed().as_secs() > 60 => {
+                let jobs = cluster
+                    .command("sacct")
+                    .args(["-a", "-X", "-P", "-o", "JobID,State,AdminComment"])
+                    .output()
+                    .expect("sacct runs");
+                let update = cluster
+                    .command("sacctmgr")
+                    .args(["-i", "update", "job", "where", &format!("jobid={job}")])
+                    .args(["set", "AdminComment=CH1:x"])
+                    .output()
+                    .expect("sacctmgr runs");
+                panic!(
+                    "no AdminComment on job {job}: {} {} (jobs: {}; update: {} {}; the epilog \
+                     said: {}; slurmdbd: {})",
+                    stdout(&shown),
+                    stderr(&shown),
+                    stdout(&jobs),
+                    stdout(&update),
+                    stderr(&update),
+                    std::fs::read_to_string(dir.join("epilog.log")).unwrap_or_default(),
+                    cluster.log("slurmdbd")
+                )
+            }
+            _ => std::thread::sleep(std::time::Duration::from_millis(500)),
+        }
+    };
+    // slurmctld's own record of the job takes no change once it ended: the reason the
+    // epilog stores it in slurmdbd's (src/slurmctld/job_mgr.c, `_update_job`).
+    let refused = cluster
+        .command("scontrol")
+        .args(["update", &format!("JobId={job}"), "AdminComment=x"])
+        .output()
+        .expect("scontrol runs");
+    assert!(
+        !refused.status.success() && stderr(&refused).contains("already finished"),
+        "scontrol update of job {job}: {}",
+        stderr(&refused)
+    );
+    // Read back as docs/serve.md says: tr a-z A-Z | base32 -d | gzip -d | counterhal record -.
+    let decoded = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("printf %s \"$1\" | tr a-z A-Z | base32 -d | gzip -d | \"$2\" record --raw -")
+        .arg("sh")
+        .arg(comment.strip_prefix("ch1:").unwrap())
+        .arg(crate::common::bin())
+        .output()
+        .expect("sh runs");
+    assert!(decoded.status.success(), "{}", stderr(&decoded));
+    assert_eq!(
+        stdout(&decoded),
+        line,
+        "the AdminComment holds the job's record"
+    );
+    eprintln!("job {job}: AdminComment of {} characters", comment.len());
+    drop(cluster);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -19,6 +19,10 @@ use crate::common::compile_c;
 /// a node's own Slurm is left alone.
 const CONTROLLER_PORT: u16 = 16817;
 const NODE_PORT: u16 = 16818;
+/// slurmdbd's and its MariaDB's, where the cluster keeps accounting (Slurm's default 6819 and
+/// MariaDB's 3306 left alone).
+const DBD_PORT: u16 = 16819;
+const DB_PORT: u16 = 16820;
 
 /// A running cluster: its daemons, stopped and their cgroups removed when dropped.
 pub struct Cluster {
@@ -37,12 +41,20 @@ impl Cluster {
     /// munge not installed, not root, a daemon that would not start).
     #[cfg_attr(not(feature = "serve"), allow(dead_code))] // the exporter's tests start it
     pub fn start(mount: &Path) -> Result<Cluster, (Need, String)> {
-        Cluster::start_with(mount, None)
+        Cluster::start_with(mount, None, "", false)
     }
 
-    /// As [`Cluster::start`], with SPANK plugins: `plugstack` is the plugstack.conf that
-    /// slurm.conf's `PlugStackConfig` names (srun and slurmstepd read it).
-    pub fn start_with(mount: &Path, plugstack: Option<&str>) -> Result<Cluster, (Need, String)> {
+    /// [`Cluster::start`], with SPANK plugins (`plugstack`: the plugstack.conf that
+    /// slurm.conf's `PlugStackConfig` names, which srun and slurmstepd read), with `more`
+    /// (lines of slurm.conf: `EpilogSlurmctld=...`) added to its slurm.conf, and with
+    /// `accounting`, its jobs kept by a slurmdbd of its own (over a MariaDB of its own) as a
+    /// cluster's accounting keeps them (`sacct`, `sacctmgr`).
+    pub fn start_with(
+        mount: &Path,
+        plugstack: Option<&str>,
+        more: &str,
+        accounting: bool,
+    ) -> Result<Cluster, (Need, String)> {
         for program in ["slurmctld", "slurmd", "srun", "munged"] {
             if Command::new("sh")
                 .args(["-c", &format!("command -v {program}")])
@@ -84,13 +96,29 @@ impl Cluster {
             made_slice,
             _alone: alone,
         };
-        cluster.write_configuration(plugstack)?;
+        let mut more = more.to_string();
+        if accounting {
+            more.push_str(&format!(
+                "AccountingStorageType=accounting_storage/slurmdbd\n\
+                 AccountingStorageHost=localhost\nAccountingStoragePort={DBD_PORT}\n"
+            ));
+        }
+        cluster.write_configuration(plugstack, &more)?;
+        cluster.start_munge()?;
+        if accounting {
+            cluster.start_accounting()?;
+        }
         cluster.start_daemons(&preload)?;
         Ok(cluster)
     }
 
-    /// slurm.conf and cgroup.conf in the cluster's folder, and plugstack.conf where given.
-    fn write_configuration(&self, plugstack: Option<&str>) -> Result<(), (Need, String)> {
+    /// slurm.conf (with `more` at its end) and cgroup.conf in the cluster's folder, and
+    /// plugstack.conf where given.
+    fn write_configuration(
+        &self,
+        plugstack: Option<&str>,
+        more: &str,
+    ) -> Result<(), (Need, String)> {
         let node = hostname();
         let dir = self.dir.display();
         let cpus = counterhal::online_cpus().len();
@@ -103,7 +131,7 @@ impl Cluster {
              SlurmctldPort={CONTROLLER_PORT}\nSlurmdPort={NODE_PORT}\nReturnToService=2\n\
              SelectType=select/cons_tres\nSchedulerType=sched/builtin\nMpiDefault=none\n\
              NodeName={node} CPUs={cpus} State=UNKNOWN\n\
-             PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n"
+             PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n{more}"
         );
         if let Some(plugins) = plugstack {
             let path = self.dir.join("plugstack.conf");
@@ -120,9 +148,8 @@ impl Cluster {
             .map_err(|e| (Need::System, e.to_string()))
     }
 
-    /// munged (where none runs), slurmctld and slurmd, each in the foreground of a child of
-    /// this process; the node idle, or why not.
-    fn start_daemons(&mut self, preload: &Path) -> Result<(), (Need, String)> {
+    /// munged, where none runs, in the foreground of a child of this process.
+    fn start_munge(&mut self) -> Result<(), (Need, String)> {
         let munge_running = Command::new("pgrep")
             .args(["-x", "munged"])
             .output()
@@ -145,6 +172,123 @@ impl Cluster {
                 .map_err(|e| (Need::System, format!("munged: {e}")))?;
             self.daemons.push(munged);
         }
+        Ok(())
+    }
+
+    /// A MariaDB of the cluster's (its data in the cluster's folder, on 127.0.0.1 alone) and
+    /// slurmdbd over it, with the cluster added (`sacctmgr add cluster`); or why not
+    /// (Debian's mariadb-server or slurmdbd not installed, a daemon that would not start).
+    fn start_accounting(&mut self) -> Result<(), (Need, String)> {
+        for program in [
+            "mariadbd",
+            "mariadb-install-db",
+            "mariadb",
+            "slurmdbd",
+            "sacctmgr",
+        ] {
+            if !Command::new("sh")
+                .args([
+                    "-c",
+                    &format!("command -v {program} || test -x /usr/sbin/{program}"),
+                ])
+                .output()
+                .is_ok_and(|o| o.status.success())
+            {
+                return Err((
+                    Need::Tools,
+                    format!("{program} is not installed (apt-get install slurmdbd mariadb-server)"),
+                ));
+            }
+        }
+        let failed = |what: &str, e: &dyn std::fmt::Display| (Need::System, format!("{what}: {e}"));
+        let data = self.dir.join("db");
+        let socket = self.dir.join("run/mariadb.sock");
+        let installed = Command::new("mariadb-install-db")
+            .args(["--no-defaults", "--user=root", "--skip-test-db"])
+            .arg(format!("--datadir={}", data.display()))
+            .output()
+            .map_err(|e| failed("mariadb-install-db", &e))?;
+        if !installed.status.success() {
+            let said = String::from_utf8_lossy(&installed.stderr).into_owned();
+            return Err(failed("mariadb-install-db", &said));
+        }
+        let database = Command::new("/usr/sbin/mariadbd")
+            .args(["--no-defaults", "--user=root", "--bind-address=127.0.0.1"])
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--port={DB_PORT}"))
+            .arg(format!(
+                "--pid-file={}",
+                self.dir.join("run/mariadb.pid").display()
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| failed("mariadbd", &e))?;
+        self.daemons.push(database);
+        // Root through the socket (unix_socket authentication), then slurmdbd's user.
+        let grant = "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'counterhal'; \
+                     GRANT ALL ON *.* TO 'slurm'@'127.0.0.1';";
+        self.wait_for("MariaDB", || {
+            Command::new("mariadb")
+                .args(["--no-defaults", "-u", "root"])
+                .arg(format!("--socket={}", socket.display()))
+                .args(["-e", grant])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })?;
+        let node = hostname();
+        let dir = self.dir.display();
+        let dbd = self.dir.join("slurmdbd.conf");
+        std::fs::write(
+            &dbd,
+            format!(
+                "AuthType=auth/munge\nDbdHost={node}\nDbdPort={DBD_PORT}\nSlurmUser=root\n\
+                 PidFile={dir}/run/slurmdbd.pid\nLogFile={dir}/log/slurmdbd.log\n\
+                 StorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\n\
+                 StoragePort={DB_PORT}\nStorageUser=slurm\nStoragePass=counterhal\n\
+                 StorageLoc=counterhal_acct\n"
+            ),
+        )
+        .map_err(|e| failed("slurmdbd.conf", &e))?;
+        // slurmdbd reads a configuration that only its user may read.
+        std::fs::set_permissions(&dbd, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(|e| failed("slurmdbd.conf", &e))?;
+        let slurmdbd = Command::new("slurmdbd")
+            .arg("-D")
+            .env("SLURM_CONF", self.dir.join("slurm.conf"))
+            .env("SLURMDBD_CONF", &dbd)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| failed("slurmdbd", &e))?;
+        self.daemons.push(slurmdbd);
+        self.wait_for("slurmdbd", || {
+            self.command("sacctmgr")
+                .args(["-i", "add", "cluster", "counterhal"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    }
+
+    /// Waits up to 30 s for `ready`, or says which daemon did not become so.
+    fn wait_for(&self, what: &str, ready: impl Fn() -> bool) -> Result<(), (Need, String)> {
+        let waited = Instant::now();
+        while waited.elapsed() < Duration::from_secs(30) {
+            if ready() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        Err((
+            Need::System,
+            format!("{what} did not answer in 30 s: {}", self.log("slurmdbd")),
+        ))
+    }
+
+    /// slurmctld and slurmd, each in the foreground of a child of this process; the node
+    /// idle, or why not.
+    fn start_daemons(&mut self, preload: &Path) -> Result<(), (Need, String)> {
         let configuration = self.dir.join("slurm.conf");
         let controller = Command::new("slurmctld")
             .args(["-D", "-c", "-f"])
@@ -177,6 +321,16 @@ impl Cluster {
             Need::System,
             format!("the node did not become idle in 30 s: {log}"),
         ))
+    }
+
+    /// What the daemon `daemon` (`slurmctld`, `slurmd`) logged so far.
+    pub fn log(&self, daemon: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("log/{daemon}.log"))).unwrap_or_default()
+    }
+
+    /// The cluster's slurm.conf.
+    pub fn configuration(&self) -> PathBuf {
+        self.dir.join("slurm.conf")
     }
 
     /// A Slurm command (`srun`, `sinfo`) of this cluster.

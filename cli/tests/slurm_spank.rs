@@ -56,7 +56,7 @@ fn cluster() -> Result<(Cluster, PathBuf), (Need, String)> {
         plugin().display(),
         bin().display()
     );
-    let cluster = Cluster::start_with(&mount, Some(&plugstack))?;
+    let cluster = Cluster::start_with(&mount, Some(&plugstack), "", false)?;
     let dir = counterhal_conformance::fixtures::temp_dir()
         .join(format!("counterhal-spank-work-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -301,6 +301,19 @@ fn kubelet_logs(args: &Config) -> Option<labels::kubelet_logs::KubeletLogs> {
     Some(logs)
 }
 
+/// Says in the log how the cgroups are counted (a warning where a task's moves are not
+/// followed at once, and what the mode cannot see of `hierarchies`) and where their records
+/// are kept.
+fn said_how_counted(exporter: &counting::Exporter, hierarchies: &hierarchy::Hierarchies) {
+    if let Some(cgroups) = &exporter.cgroups {
+        say_mode(cgroups, hierarchies, &exporter.system);
+    }
+    if let Some(journal) = &exporter.records {
+        let dir: &[(&str, &dyn std::fmt::Display)] = &[("dir", &journal.dir.display())];
+        log::info("records of departed cgroups kept", dir);
+    }
+}
+
 /// `--records`: the journal the departed cgroups' records go to, their metrics `metrics`
 /// (the portable ones where `-M` names none); `None` where not given.
 ///
@@ -443,13 +456,7 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
     log::info("serving", &[("url", &url)]);
     // After the address (the first line said), how the cgroups are counted, what does not
     // open.
-    if let Some(cgroups) = &exporter.cgroups {
-        say_mode(cgroups, &hierarchies, &exporter.system);
-    }
-    if let Some(journal) = &exporter.records {
-        let fields: [(&str, &dyn std::fmt::Display); 1] = [("dir", &journal.dir.display())];
-        log::info("records of departed cgroups kept", &fields);
-    }
+    said_how_counted(&exporter, &hierarchies);
     // After the address (the log's first line), as what it reads is said.
     exporter.kubelet_logs = kubelet_logs(&args);
     exporter.follow(&health);
