@@ -58,6 +58,8 @@ mod serve_prometheus;
 #[cfg(feature = "serve")]
 mod serve_promhttp;
 #[cfg(feature = "serve")]
+mod serve_records;
+#[cfg(feature = "serve")]
 mod serve_slurm;
 #[cfg(feature = "serve")]
 mod serve_sockets;

@@ -87,6 +87,8 @@ pub const HELP: &str = "\
 Endpoints (GET and HEAD only; none changes anything):
   /metrics  the counts, text format 0.0.4 or OpenMetrics 1.0 by the Accept header
   /         a page naming the events counted and those that did not open
+  /records  with --records, the departed cgroups' records a query selects
+            (slurm_job, slurm_step, pod, container, last), JSON lines
 
 Metrics: counterhal_event_total (counts), counterhal_event_seconds_total (clocks),
 counterhal_event_joules_total (energy), each with event, pmu and cpu (with socket and die)
