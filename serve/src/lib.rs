@@ -17,6 +17,7 @@
 //! families), [`mod@rules`] (the metrics as recording rules), [`budget`] (the descriptors the
 //! counters may hold), [`health`] (the exporter's own counters), [`machine`] (the host's
 //! facts the formulas read), [`process`] (its process's figures, the `process_*` families),
+//! [`records`] (a departed cgroup's whole counts, kept in a journal on disk),
 //! [`log`] (its log on standard error, in logfmt), [`signals`] (`SIGHUP` reloads, `SIGTERM`
 //! drains) and [`sys`] (their system calls). The scrape is written by collectors, each of
 //! these rooms writing its own families (the counting's in `counting::families`), called in
