@@ -123,14 +123,14 @@ pub fn departed_for(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e}: a Prometheus duration (30s, 10m, 1h)"))
 }
 
-/// `--records-size`: bytes, with `K`, `M` or `G` for 1024, 1024² or 1024³ of them (as
-/// logrotate's `size` reads them), from 4K to 1T.
+/// `--records-size`: bytes, with `K` (or `k`), `M` (or `m`) or `G` for 1024, 1024² or 1024³
+/// of them (as coreutils' `head -c` reads them), from 4K to 1T.
 pub fn bytes(text: &str) -> Result<u64, String> {
-    let right = || format!("`{text}` is no size: bytes from 4K to 1T, with K, M or G (8M)");
+    let right = || "bytes from 4K to 1T, with K, M or G (8M)".to_string();
     let (number, unit) = match text.char_indices().last() {
         Some((at, 'K' | 'k')) => (&text[..at], 1u64 << 10),
         Some((at, 'M' | 'm')) => (&text[..at], 1 << 20),
-        Some((at, 'G' | 'g')) => (&text[..at], 1 << 30),
+        Some((at, 'G')) => (&text[..at], 1 << 30),
         _ => (text, 1),
     };
     let value: u64 = number.parse().map_err(|_| right())?;
@@ -168,4 +168,35 @@ pub fn seconds(text: &str) -> Result<Duration, String> {
         return Err(format!("{text} s is outside 0.01 to 300 seconds"));
     }
     Ok(Duration::from_secs_f64(value))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The sizes coreutils' `head -c` takes mean as many bytes here, and one it refuses
+    /// (`1g`) is refused. Oracle: GNU coreutils 9.1's `head -c SIZE /dev/zero`, its bytes
+    /// counted.
+    #[test]
+    fn a_records_size_is_read_as_head_reads_one() {
+        for size in ["8M", "64k", "1m", "4K", "4096", "1G"] {
+            let out = std::process::Command::new("sh")
+                .args(["-c", "head -c \"$1\" /dev/zero | wc -c", "sh", size])
+                .output()
+                .expect("sh, head and wc");
+            let by_head: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            assert_eq!(super::bytes(size), Ok(by_head), "{size}");
+        }
+        for bad in [
+            "1g",
+            "1",
+            "4095",
+            "2T",
+            "M",
+            "",
+            "-1M",
+            "99999999999999999999G",
+        ] {
+            let error = super::bytes(bad).unwrap_err();
+            assert!(error.contains("4K to 1T"), "{bad}: {error}");
+        }
+    }
 }
