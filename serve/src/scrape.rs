@@ -156,7 +156,7 @@ pub(crate) fn write(
 
 /// The path of the departed cgroups' records.
 const RECORDS: &str = "/records";
-/// Their type: JSON lines (the type jsonlines.org and NDJSON name).
+/// Their type: JSON lines, as NDJSON names its media type.
 const RECORDS_TYPE: &str = "application/x-ndjson";
 
 /// The liveness probe's path, as Prometheus names its own.
