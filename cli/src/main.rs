@@ -8,11 +8,11 @@ mod encode;
 mod error;
 mod format;
 mod info;
+mod jobs;
 mod list;
 mod models;
 mod options;
 mod output;
-mod record;
 mod reference;
 mod report;
 mod script;
@@ -43,7 +43,7 @@ Exit status:
            listened on; 2 for bad arguments
   script   0 when the recording was read whole; 1 when the output cannot be
            written; 2 for a recording that cannot be read or is not one
-  record   0 when a record was printed; 1 when none is selected or the output
+  jobs     0 when a record was printed; 1 when none is selected or the output
            cannot be written; 2 when the records cannot be read
   completions, version
            0; 2 for a shell it does not know, or bad arguments";
@@ -70,7 +70,7 @@ enum Command {
     Completions(Box<completions::CompletionsArgs>),
     Version(Box<version::VersionArgs>),
     Script(Box<script::ScriptArgs>),
-    Record(Box<record::RecordArgs>),
+    Jobs(Box<jobs::JobsArgs>),
 }
 
 const STAT: &str = "Run a command (or attach) and count events, like `perf stat`";
@@ -86,7 +86,7 @@ const COMPLETIONS: &str =
 const VERSION: &str =
     "Print the version and, with --build-options, what this build can do, as `perf version`";
 const SCRIPT: &str = "Print a recording's stat records as `perf script` prints them";
-const RECORD: &str =
+const JOBS: &str =
     "Print the records serve kept of ended jobs, pods and containers as stat prints a run";
 
 /// How a subcommand is described to clap (its table's options and words, its one-line help).
@@ -181,10 +181,10 @@ const SUBCOMMANDS: [(&str, &str, Describe, Read); 10] = [
         |argv| read(argv, Command::Script),
     ),
     (
-        "record",
-        RECORD,
-        |c| args::described::describe::<record::RecordArgs>(c).about(RECORD),
-        |argv| read(argv, Command::Record),
+        "jobs",
+        JOBS,
+        |c| args::described::describe::<jobs::JobsArgs>(c).about(JOBS),
+        |argv| read(argv, Command::Jobs),
     ),
 ];
 
@@ -222,7 +222,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Completions(args) => completions::run(*args),
         Command::Version(args) => version::run(*args),
         Command::Script(args) => script::run(*args),
-        Command::Record(args) => record::run(*args),
+        Command::Jobs(args) => jobs::run(*args),
     }
 }
 

@@ -157,8 +157,8 @@ impl Table for ServeCommand {
         .says(
             "Keep a record of each followed cgroup's whole counts when it is removed (a Slurm \
             job, a pod, a container that ended): one JSON line in DIR/journal (made where it \
-            is not there; /var/lib/counterhal/records is where `counterhal record` looks), \
-            served by /records and printed by `counterhal record`; off where not given",
+            is not there; /var/lib/counterhal/records is where `counterhal jobs` looks), \
+            served by /records and printed by `counterhal jobs`; off where not given",
         ),
         text(None, "records-size", "BYTES", |a: &mut ServeCommand, v| {
             a.serve.records_size = options::bytes(v)?;

@@ -1,5 +1,5 @@
 //! `counterhal serve --records`: a departed cgroup's record in the journal, served by
-//! `/records` and printed by `counterhal record`; a full disk counted, serving on.
+//! `/records` and printed by `counterhal jobs`; a full disk counted, serving on.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,7 +46,7 @@ fn scrape_until(address: std::net::SocketAddr, ready: impl Fn(&str) -> bool) -> 
 /// name as the series' `cgroup` label writes it; the work's record counts its own page faults
 /// within 1% under and 10% over (the shell that moved itself there, then its exec); `/records`
 /// answers the last one for `last=1`, none for a job it never saw, 400 for a key it does not
-/// know; `counterhal record` prints the work's as stat prints a run.
+/// know; `counterhal jobs` prints the work's as stat prints a run.
 ///
 /// Oracle: the kernel's count of the work's own page faults (`ru_minflt`), which it prints;
 /// RFC 8259's strings, as serde_json reads them back.
@@ -146,7 +146,7 @@ fn departed_cgroups_leave_records_served_by_query() {
     assert_eq!(status, Some(400), "{bad}");
     assert!(bad.contains("slurm_job"), "{bad}");
     // Printed as stat prints a run, the cgroup named as it is.
-    let printed = counterhal(&["record", "--last", "3", &journal_arg]);
+    let printed = counterhal(&["jobs", "--last", "3", &journal_arg]);
     assert!(printed.status.success(), "{}", stderr(&printed));
     let table = stdout(&printed);
     let heading = format!(

@@ -275,7 +275,7 @@ fn jobs_made_by_slurmd_are_labelled_and_counted_whole() {
 
 /// Done when: a job that Debian's slurmctld and slurmd run (`srun` of a work that faults a
 /// known number of pages) leaves a record of its whole counts in serve's journal when it
-/// ends (`--records`), which `counterhal record --slurm-job` prints as stat prints a run, and
+/// ends (`--records`), which `counterhal jobs --slurm-job` prints as stat prints a run, and
 /// which the shipped slurmctld epilog (examples/slurm/counterhal-epilog-slurmctld, as
 /// `EpilogSlurmctld`) fetched from the node's serve (`/records`) and stored in the job's
 /// AdminComment in the accounting database, read back by `sacct`.
@@ -363,7 +363,7 @@ fn a_jobs_record_is_kept_printed_and_stored_in_its_admin_comment() {
     // The record: in the journal once serve has seen the job's cgroup go.
     let waited = std::time::Instant::now();
     let raw = loop {
-        let raw = counterhal(&["record", "--raw", "--slurm-job", job, &journal_arg]);
+        let raw = counterhal(&["jobs", "--raw", "--slurm-job", job, &journal_arg]);
         if raw.status.success() || waited.elapsed().as_secs() > 30 {
             break raw;
         }
@@ -392,7 +392,7 @@ fn a_jobs_record_is_kept_printed_and_stored_in_its_admin_comment() {
         "job {job}: the record counted {faults}, its work {own}: {line}"
     );
     // Printed as stat prints a run.
-    let printed = counterhal(&["record", "--slurm-job", job, &journal_arg]);
+    let printed = counterhal(&["jobs", "--slurm-job", job, &journal_arg]);
     assert!(printed.status.success(), "{}", stderr(&printed));
     let table = stdout(&printed);
     assert!(
@@ -454,7 +454,7 @@ fn a_jobs_record_is_kept_printed_and_stored_in_its_admin_comment() {
         "scontrol update of job {job}: {}",
         stderr(&refused)
     );
-    // Read back as docs/serve.md says: tr a-z A-Z | base32 -d | gzip -d | counterhal record -.
+    // Read back as docs/serve.md says: tr a-z A-Z | base32 -d | gzip -d | counterhal jobs -.
     let decoded = std::process::Command::new("sh")
         .arg("-c")
         .arg("printf %s \"$1\" | tr a-z A-Z | base32 -d | gzip -d | \"$2\" record --raw -")

@@ -3,7 +3,7 @@
 //! event's value with its times enabled and running, the `-M` metrics over its life) is
 //! appended as one JSON line to a journal on disk ([`journal`]: bounded, rotated, written by
 //! a thread of its own so that the scrape never waits on the disk), which `/records` serves
-//! by label and `counterhal record` prints as `stat` prints a run.
+//! by label and `counterhal jobs` prints as `stat` prints a run.
 //!
 //! The schema is [`VERSION`] 1 (docs/serve.md, "Records"): a reader takes a line of a later
 //! version whose fields it knows, and leaves the fields it does not know.
@@ -23,7 +23,7 @@ pub const VERSION: u32 = 1;
 /// The journal's file name in its directory; its older files are `journal.1`, `journal.2`...
 pub const JOURNAL: &str = "journal";
 
-/// The directory `counterhal record` reads where none is given, and the one the docs suggest
+/// The directory `counterhal jobs` reads where none is given, and the one the docs suggest
 /// for `--records`.
 pub const DEFAULT_DIR: &str = "/var/lib/counterhal/records";
 

@@ -1,9 +1,9 @@
-//! `counterhal record`: the records `serve --records` keeps of departed cgroups (a Slurm
+//! `counterhal jobs`: the records `serve --records` keeps of departed cgroups (a Slurm
 //! job's, a pod's, a container's whole counts), selected by job, pod or container, each
 //! printed as `stat` prints a run (the table, `-x`, `-j`), or as stored (`--raw`). It reads
 //! the journal's directory, a file of records (what `/records` answered) or standard input.
 //! The records' one reader is the exporter's (`counterhal_serve::records`): without the
-//! `serve` feature there is none, and `record` says so.
+//! `serve` feature there is none, and `jobs` says so.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,9 +13,9 @@ use crate::args::Table;
 use crate::args::spec::{Spec, flag, number, text};
 use crate::error::CliError;
 
-/// Arguments of `counterhal record`.
+/// Arguments of `counterhal jobs`.
 #[derive(Debug, Default)]
-pub struct RecordArgs {
+pub struct JobsArgs {
     /// The journal's directory, a file of records, or `-`.
     pub input: Option<PathBuf>,
     /// `--slurm-job`.
@@ -45,31 +45,31 @@ fn set(slot: &mut Option<String>, value: &str, what: &str) -> Result<(), String>
     Ok(())
 }
 
-impl Table for RecordArgs {
-    const NAME: &'static str = "record";
-    const USAGE: &'static str = "counterhal record [--slurm-job ID [--slurm-step STEP]] \
+impl Table for JobsArgs {
+    const NAME: &'static str = "jobs";
+    const USAGE: &'static str = "counterhal jobs [--slurm-job ID [--slurm-step STEP]] \
 [--pod UID|NAME] [--container ID|NAME] [--last N] [-x SEP | -j | --raw] [DIR|FILE|-]";
-    const OPTIONS: &'static [Spec<RecordArgs>] = &[
-        text(None, "slurm-job", "ID", |a: &mut RecordArgs, v| {
+    const OPTIONS: &'static [Spec<JobsArgs>] = &[
+        text(None, "slurm-job", "ID", |a: &mut JobsArgs, v| {
             set(&mut a.slurm_job, v, "job")
         })
         .says("The Slurm job's record (its ID or SLUID): its own cgroup's, the whole job"),
-        text(None, "slurm-step", "STEP", |a: &mut RecordArgs, v| {
+        text(None, "slurm-step", "STEP", |a: &mut JobsArgs, v| {
             set(&mut a.slurm_step, v, "step")
         })
         .says("With --slurm-job, that step's record instead (batch, extern, 0...)"),
-        text(None, "pod", "UID|NAME", |a: &mut RecordArgs, v| {
+        text(None, "pod", "UID|NAME", |a: &mut JobsArgs, v| {
             set(&mut a.pod, v, "pod")
         })
         .says("The pod's record, by its UID or (with serve's --kubelet-logs) its name"),
-        text(None, "container", "ID|NAME", |a: &mut RecordArgs, v| {
+        text(None, "container", "ID|NAME", |a: &mut JobsArgs, v| {
             set(&mut a.container, v, "container")
         })
         .says(
             "The container's record, by its ID (12 of its digits or more) or (with \
             serve's --kubelet-logs) its name",
         ),
-        text(None, "last", "N", |a: &mut RecordArgs, v| {
+        text(None, "last", "N", |a: &mut JobsArgs, v| {
             a.last = Some(number(v, "a count of records: --last 1")?);
             Ok(())
         })
@@ -78,14 +78,14 @@ impl Table for RecordArgs {
             Some('x'),
             "field-separator",
             "SEP",
-            |a: &mut RecordArgs, v| set(&mut a.separator, v, "separator"),
+            |a: &mut JobsArgs, v| set(&mut a.separator, v, "separator"),
         )
         .says("Print each record as stat -x SEP prints a run"),
-        flag(Some('j'), "json-output", |a: &mut RecordArgs| {
+        flag(Some('j'), "json-output", |a: &mut JobsArgs| {
             a.json_lines = true
         })
         .says("Print each record as stat -j prints a run"),
-        flag(None, "raw", |a: &mut RecordArgs| a.raw = true)
+        flag(None, "raw", |a: &mut JobsArgs| a.raw = true)
             .says("Print the records as stored: one JSON line each (docs/serve.md has the schema)"),
     ];
     const CONFLICTS: &'static [(&'static str, &'static [&'static str])] = &[
@@ -117,7 +117,7 @@ mod printed {
     use counterhal::{Error, Reading};
     use counterhal_serve::records::{self, Found, Record, Selection};
 
-    use super::RecordArgs;
+    use super::JobsArgs;
     use crate::error::CliError;
     use crate::stat::StatArgs;
     use crate::stat::recording::{Attr, RecordedEvent, Recording};
@@ -127,7 +127,7 @@ mod printed {
     /// # Errors
     /// The input cannot be read (exit 2), none is selected (exit 1), or the output cannot be
     /// written (exit 1).
-    pub fn run(args: RecordArgs) -> Result<ExitCode, CliError> {
+    pub fn run(args: JobsArgs) -> Result<ExitCode, CliError> {
         let selection = Selection {
             slurm_job: args.slurm_job.clone(),
             slurm_step: args.slurm_step.clone(),
@@ -182,7 +182,7 @@ mod printed {
     }
 
     /// `record` as `stat` prints a run, in the layout `args` asks for.
-    fn printed(args: &RecordArgs, record: &Record) -> String {
+    fn printed(args: &JobsArgs, record: &Record) -> String {
         let stat = StatArgs {
             separator: args.separator.clone(),
             json_lines: args.json_lines,
@@ -252,7 +252,7 @@ mod printed {
 /// # Errors
 /// The input cannot be read (exit 2), none is selected, or the output cannot be written
 /// (exit 1); without the `serve` feature, always (exit 1).
-pub fn run(args: RecordArgs) -> Result<ExitCode, CliError> {
+pub fn run(args: JobsArgs) -> Result<ExitCode, CliError> {
     #[cfg(feature = "serve")]
     return printed::run(args);
     #[cfg(not(feature = "serve"))]
