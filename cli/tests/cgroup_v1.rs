@@ -2,7 +2,9 @@
 //! mounted for the test, where a pod's cgroups (the kubelet's cgroupfs layout), a podman
 //! container (runc, podman's cgroupfs manager) and a Slurm task (the cgroup/v1 plugin's
 //! layout, as a SPANK plugin mirrors it into perf_event) are counted whole and labelled as
-//! their cgroup v2 twins are, with `perf stat -G` (perf 6.1) on the same cgroups the oracle.
+//! their cgroup v2 twins are, with `perf stat -G` (perf 6.1) on the same cgroups the oracle;
+//! and a job of a Slurm 22.05 cluster on the cgroup/v1 plugin, placed there by the SPANK
+//! plugin, is counted whole by `srun --counters` and by serve.
 //!
 //! A test binary of its own, run alone: while the perf_event controller is bound to a v1
 //! hierarchy, the kernel counts no perf event in any cgroup v2 cgroup anywhere on the
@@ -23,6 +25,9 @@
 
 #[macro_use]
 mod common;
+#[allow(dead_code)] // the cgroup/v2 cluster is main's
+#[path = "slurm_cluster.rs"]
+mod slurm_cluster;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -35,6 +40,7 @@ use common::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use counterhal_system::System;
+use slurm_cluster::{Cluster, spank_plugin};
 
 /// Where the fixture mounts the perf_event hierarchy: where a v1 node has it, and where runc
 /// looks for the v1 hierarchies (below `/sys/fs/cgroup`).
@@ -298,9 +304,9 @@ impl PerfG {
     }
 }
 
-/// The work: touches PAGES fresh pages after a moment, then prints its own page faults
-/// (`tests/data/container_work.c`, built here), placed in `cgroup` before it touches any.
-fn work_in(cgroup: &Path, pages: &str) -> u64 {
+/// The work, built here (`tests/data/container_work.c`): `work PAGES SECONDS_BEFORE
+/// SECONDS_AFTER` touches PAGES fresh pages, then prints its own page faults.
+fn work() -> PathBuf {
     let dir = counterhal_conformance::fixtures::temp_dir()
         .join(format!("counterhal-v1-work-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -308,7 +314,13 @@ fn work_in(cgroup: &Path, pages: &str) -> u64 {
     let Some(program) = compile_c(&dir, "work", source, &["-O2"]) else {
         panic!("no C compiler for the work (apt-get install gcc)");
     };
-    let child = Command::new(&program)
+    program
+}
+
+/// The work touching `pages` pages after a moment, placed in `cgroup` before it touches
+/// any: its own page faults.
+fn work_in(cgroup: &Path, pages: &str) -> u64 {
+    let child = Command::new(work())
         .args([pages, "0.3", "0"])
         .stdout(Stdio::piped())
         .spawn()
@@ -584,5 +596,126 @@ fn a_slurm_task_in_the_v1_layout_is_labelled_with_its_job_step_and_task() {
         "{by_perf} of {own}"
     );
     drop(served);
+    drop(v1);
+}
+
+/// Done when: a Slurm job on a node whose slurmd runs Slurm's cgroup/v1 plugin, with the
+/// perf_event controller on a v1 hierarchy and the SPANK plugin (spank_counterhal.so)
+/// loaded, has its task placed by the plugin in `slurm/uid_0/job_J/step_0/task_0` of the
+/// perf_event hierarchy (beside the cgroup/v1 plugin's own `freezer:/slurm_<node>/uid_0/
+/// job_J/step_0`), which is gone after the step; `srun --counters=page-faults WORK` prints
+/// the page faults of a work that touches 50000 pages at the step's end, and `counterhal
+/// serve --cgroup-mode perf-events` exports the job's cgroup (labelled `slurm_job_id`, with
+/// no step) counted whole, scraped after the job ended: both within 1% of the work's own
+/// count.
+///
+/// Oracle: Slurm 22.05 (Debian 12's slurm-wlm: slurmctld, slurmd on cgroup/v1, slurmstepd
+/// and srun loading the plugin through plugstack.conf) placing and reaping the task, the
+/// kernel's /proc/PID/cgroup of it, and the work's own page faults (`ru_minflt` of
+/// getrusage).
+#[test]
+fn a_slurm_job_on_cgroup_v1_is_counted_whole_by_srun_and_serve() {
+    let _alone = alone();
+    let v1 = v1_or_skip!();
+    let plugstack = format!(
+        "required {} counterhal={}\n",
+        spank_plugin().display(),
+        bin().display()
+    );
+    let work = work();
+    let cluster = match Cluster::start_on_v1(Some(&plugstack)) {
+        Ok(cluster) => cluster,
+        Err((need, why)) => skip!(need, "{why}"),
+    };
+    let args = [
+        "-e",
+        "page-faults",
+        "--cgroup-mode",
+        "perf-events",
+        "--cgroups",
+        "^slurm/",
+    ];
+    let served = Served::start(&args).expect("serve on v1");
+
+    let placed = cluster
+        .command("srun")
+        .args(["sh", "-c", "echo $SLURM_JOB_ID; cat /proc/self/cgroup"])
+        .output()
+        .expect("srun runs");
+    assert!(placed.status.success(), "srun: {}", stderr(&placed));
+    let said = stdout(&placed);
+    let placed_job = said.lines().next().unwrap_or_default().trim().to_string();
+    let line_of = |controller: &str| {
+        said.lines()
+            .find(|l| {
+                l.split(':')
+                    .nth(1)
+                    .is_some_and(|c| c.split(',').any(|c| c == controller))
+            })
+            .unwrap_or_else(|| panic!("no {controller} line: {said}"))
+    };
+    let freezer = line_of("freezer");
+    assert!(
+        freezer.contains(&format!("/uid_0/job_{placed_job}/step_0")),
+        "the cgroup/v1 plugin's freezer cgroup: {freezer}"
+    );
+    let expected = format!(":/slurm/uid_0/job_{placed_job}/step_0/task_0");
+    let perf_event = line_of("perf_event");
+    assert!(
+        perf_event.ends_with(&expected),
+        "{perf_event}, not {expected}"
+    );
+    let job_dir = v1.root.join(format!("slurm/uid_0/job_{placed_job}"));
+    assert!(!job_dir.exists(), "{} is left", job_dir.display());
+
+    // The work waits half a second, so that serve follows the job's cgroup before its pages.
+    let work = work.to_str().unwrap();
+    let counted = cluster
+        .command("srun")
+        .args(["--counters=page-faults", work, "50000", "0.5", "0"])
+        .output()
+        .expect("srun runs");
+    assert!(counted.status.success(), "srun: {}", stderr(&counted));
+    let own: f64 = stdout(&counted)
+        .trim()
+        .parse()
+        .expect("the work's page faults");
+    let text = stderr(&counted);
+    let job = text
+        .split_once("(job ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no job in the header: {text}"))
+        .to_string();
+    let by_srun: f64 = text
+        .lines()
+        .find(|l| l.trim_end().ends_with("page-faults"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no page-faults line: {text}"));
+    let body = served.scrape();
+    let series: Vec<(String, f64)> = page_faults(&body, &format!("slurm_job_id=\"{job}\""))
+        .into_iter()
+        .filter(|(labels, _)| !labels.contains("slurm_step="))
+        .collect();
+    assert_eq!(series.len(), 1, "one series for job {job}: {body}");
+    let (labels, by_serve) = &series[0];
+    assert!(
+        labels.contains(&format!("cgroup=\"/slurm/uid_0/job_{job}\"")),
+        "{labels}"
+    );
+    eprintln!(
+        "v1 Slurm: job {placed_job} in {freezer} and {perf_event}; job {job}: the work's own \
+         {own} page faults, srun --counters {by_srun}, serve {by_serve}"
+    );
+    assert!(
+        (by_srun - own).abs() <= own * 0.01,
+        "srun --counters {by_srun}, the work {own}"
+    );
+    assert!(
+        (by_serve - own).abs() <= own * 0.01,
+        "serve {by_serve}, the work {own}"
+    );
+    drop(served);
+    drop(cluster);
     drop(v1);
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use counterhal_conformance::skip::Need;
 
-use crate::common::compile_c;
+use crate::common::{compile_c, stderr};
 
 /// The ports the cluster's daemons listen on, away from Slurm's defaults (6817, 6818) so that
 /// a node's own Slurm is left alone.
@@ -27,8 +27,10 @@ const DB_PORT: u16 = 16820;
 /// A running cluster: its daemons, stopped and their cgroups removed when dropped.
 pub struct Cluster {
     dir: PathBuf,
-    /// The cgroup2 mount, where slurmd made its scope.
+    /// The cgroup2 mount, where slurmd made its scope; `/sys/fs/cgroup` on cgroup/v1.
     mount: PathBuf,
+    /// Whether slurmd runs Slurm's cgroup/v1 plugin (else cgroup/v2's, under the shim).
+    v1: bool,
     daemons: Vec<Child>,
     /// `system.slice` where this fixture made it (no systemd made it).
     made_slice: bool,
@@ -54,6 +56,25 @@ impl Cluster {
         plugstack: Option<&str>,
         more: &str,
         accounting: bool,
+    ) -> Result<Cluster, (Need, String)> {
+        Cluster::start_in(mount, false, plugstack, (more, accounting))
+    }
+
+    /// As [`Cluster::start_with`] with no more lines and no accounting, slurmd on Slurm's
+    /// cgroup/v1 plugin, its hierarchies the ones mounted below `/sys/fs/cgroup`.
+    #[allow(dead_code)] // tests/cgroup_v1.rs starts it
+    pub fn start_on_v1(plugstack: Option<&str>) -> Result<Cluster, (Need, String)> {
+        // cgroup.conf's `CgroupMountpoint`, its default.
+        Cluster::start_in(Path::new("/sys/fs/cgroup"), true, plugstack, ("", false))
+    }
+
+    /// A cluster on the cgroup/v1 plugin (`v1`) or the cgroup/v2 one, its cgroups below
+    /// `mount`, with `more` lines of slurm.conf and, with `accounting`, a slurmdbd.
+    fn start_in(
+        mount: &Path,
+        v1: bool,
+        plugstack: Option<&str>,
+        (more, accounting): (&str, bool),
     ) -> Result<Cluster, (Need, String)> {
         for program in ["slurmctld", "slurmd", "srun", "munged"] {
             if Command::new("sh")
@@ -85,13 +106,14 @@ impl Cluster {
             "no C compiler (apt-get install gcc)".to_string(),
         ))?;
         let slice = mount.join("system.slice");
-        let made_slice = !slice.exists();
+        let made_slice = !v1 && !slice.exists();
         if made_slice {
             std::fs::create_dir(&slice).map_err(|e| (Need::Privilege, e.to_string()))?;
         }
         let mut cluster = Cluster {
             dir,
             mount: mount.to_path_buf(),
+            v1,
             daemons: Vec::new(),
             made_slice,
             _alone: alone,
@@ -138,11 +160,17 @@ impl Cluster {
             std::fs::write(&path, plugins).map_err(|e| (Need::System, e.to_string()))?;
             slurm.push_str(&format!("PlugStackConfig={}\n", path.display()));
         }
-        let cgroup = format!(
-            "CgroupPlugin=cgroup/v2\nCgroupMountpoint={}\nIgnoreSystemd=yes\n\
-             ConstrainDevices=yes\n",
-            self.mount.display()
-        );
+        let cgroup = match self.v1 {
+            true => format!(
+                "CgroupPlugin=cgroup/v1\nCgroupMountpoint={}\n",
+                self.mount.display()
+            ),
+            false => format!(
+                "CgroupPlugin=cgroup/v2\nCgroupMountpoint={}\nIgnoreSystemd=yes\n\
+                 ConstrainDevices=yes\n",
+                self.mount.display()
+            ),
+        };
         std::fs::write(self.dir.join("slurm.conf"), slurm)
             .and_then(|()| std::fs::write(self.dir.join("cgroup.conf"), cgroup))
             .map_err(|e| (Need::System, e.to_string()))
@@ -299,10 +327,12 @@ impl Cluster {
             .map_err(|e| (Need::System, format!("slurmctld: {e}")))?;
         self.daemons.push(controller);
         std::thread::sleep(Duration::from_millis(500));
-        let node = Command::new("slurmd")
-            .args(["-D", "-f"])
-            .arg(&configuration)
-            .env("LD_PRELOAD", preload)
+        let mut node = Command::new("slurmd");
+        node.args(["-D", "-f"]).arg(&configuration);
+        if !self.v1 {
+            node.env("LD_PRELOAD", preload);
+        }
+        let node = node
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -354,6 +384,19 @@ impl Drop for Cluster {
             daemon.kill().ok();
             daemon.wait().ok();
         }
+        if self.v1 {
+            // The cgroups the cgroup/v1 plugin left in its hierarchies, bottom up.
+            for hierarchy in std::fs::read_dir(&self.mount)
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                remove_below(&hierarchy.path().join(format!("slurm_{}", hostname())));
+                remove_below(&hierarchy.path().join("slurm"));
+            }
+            std::fs::remove_dir_all(&self.dir).ok();
+            return;
+        }
         // The cgroups slurmd left (its own and its system's), bottom up.
         let scope = self.scope();
         for left in ["slurmd", "system", ""] {
@@ -364,6 +407,43 @@ impl Drop for Cluster {
         }
         std::fs::remove_dir_all(&self.dir).ok();
     }
+}
+
+/// Removes the cgroup `dir` and every one below it, the deepest first (one still in use
+/// stays).
+fn remove_below(dir: &Path) {
+    let children = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    for child in children.filter(|c| c.file_type().is_ok_and(|t| t.is_dir())) {
+        remove_below(&child.path());
+    }
+    std::fs::remove_dir(dir).ok();
+}
+
+/// spank_counterhal.so, built into the tests' own profile folder (Cargo builds no cdylib of
+/// another package for these tests): once per run.
+pub fn spank_plugin() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+            let release = dir.file_name().is_some_and(|n| n == "release");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let out = Command::new(cargo)
+                .args(["build", "-p", "counterhal-slurm", "--target-dir"])
+                .arg(dir.parent().unwrap())
+                .args(["--profile", if release { "release" } else { "test" }])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .expect("cargo runs");
+            assert!(
+                out.status.success(),
+                "building the plugin: {}",
+                stderr(&out)
+            );
+            dir.join("libspank_counterhal.so")
+        })
+        .clone()
 }
 
 /// This node's name, as slurmd takes it (`gethostname`, short).

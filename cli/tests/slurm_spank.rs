@@ -1,43 +1,16 @@
 //! The Slurm plugin (slurm/, `spank_counterhal.so`) in Debian's Slurm 22.05: `srun
 //! --counters` counts each task from its exec and prints the node's counts at the step's end
 //! on the job's standard error, as `counterhal stat` prints them; a bad event is said and the
-//! job runs; on a node with a cgroup v1 perf_event hierarchy, each task is placed in
-//! `slurm/uid_U/job_J/step_S/task_T` there.
+//! job runs. On a node with a cgroup v1 perf_event hierarchy, where it places each task in
+//! `slurm/uid_U/job_J/step_S/task_T`, it is tested by tests/cgroup_v1.rs.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 
 use crate::common::*;
-use crate::slurm_cluster::Cluster;
+use crate::slurm_cluster::{Cluster, spank_plugin};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
-
-/// spank_counterhal.so, built into the tests' own profile folder (Cargo builds no cdylib of
-/// another package for these tests): once per run.
-fn plugin() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-            let release = dir.file_name().is_some_and(|n| n == "release");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let out = Command::new(cargo)
-                .args(["build", "-p", "counterhal-slurm", "--target-dir"])
-                .arg(dir.parent().unwrap())
-                .args(["--profile", if release { "release" } else { "test" }])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .output()
-                .expect("cargo runs");
-            assert!(
-                out.status.success(),
-                "building the plugin: {}",
-                stderr(&out)
-            );
-            dir.join("libspank_counterhal.so")
-        })
-        .clone()
-}
 
 /// A one-node cluster whose srun and slurmstepd load the plugin (plugstack.conf's `required`
 /// line, with the command under test to print), and the page-faulting work its jobs run.
@@ -53,7 +26,7 @@ fn cluster() -> Result<(Cluster, PathBuf), (Need, String)> {
     })?;
     let plugstack = format!(
         "required {} counterhal={}\n",
-        plugin().display(),
+        spank_plugin().display(),
         bin().display()
     );
     let cluster = Cluster::start_with(&mount, Some(&plugstack), "", false)?;
@@ -220,51 +193,4 @@ fn srun_counters_prints_the_steps_counts_as_stat_prints_them() {
         cgroup.contains("_slurmstepd.scope/job_") && cgroup.ends_with("/step_0/user/task_0"),
         "the task's cgroup: {cgroup}"
     );
-}
-
-/// Done when: on a node where a cgroup v1 hierarchy has the perf_event controller, a task
-/// runs in `<mount>/slurm/uid_0/job_J/step_0/task_0` (the cgroup/v1 plugin's layout in its
-/// own hierarchies), and the step's cgroups are gone after it.
-///
-/// Mounting such a hierarchy binds the perf_event controller to it, and then no cgroup v2
-/// cgroup can be counted anywhere on the machine, so the test runs only where one is mounted
-/// already.
-///
-/// Oracle: Slurm 22.05's slurmstepd placing and reaping the task; the kernel's
-/// /proc/PID/cgroup of it.
-#[test]
-fn tasks_are_placed_in_the_perf_event_hierarchy_on_cgroup_v1() {
-    let mounts = counterhal_system::System::host()
-        .mounts()
-        .unwrap_or_default();
-    let Some(v1) = mounts.iter().find(|m| m.is_cgroup_v1_with("perf_event")) else {
-        skip!(
-            Need::System,
-            "no cgroup v1 hierarchy has the perf_event controller here (mounting one would \
-             stop every cgroup v2 count on the machine)"
-        );
-    };
-    let (cluster, _) = match cluster() {
-        Ok(made) => made,
-        Err((need, why)) => skip!(need, "{why}"),
-    };
-    let out = srun(
-        &cluster,
-        &["sh", "-c", "echo $SLURM_JOB_ID; cat /proc/self/cgroup"],
-    );
-    assert!(out.status.success(), "srun: {}", stderr(&out));
-    let said = stdout(&out);
-    let job = said.lines().next().unwrap().trim();
-    let line = said
-        .lines()
-        .find(|l| {
-            l.split(':')
-                .nth(1)
-                .is_some_and(|c| c.split(',').any(|c| c == "perf_event"))
-        })
-        .unwrap_or_else(|| panic!("no perf_event line: {said}"));
-    let expected = format!("/slurm/uid_0/job_{job}/step_0/task_0");
-    assert!(line.ends_with(&expected), "{line}, not {expected}");
-    let job_dir = v1.mount_point.join(format!("slurm/uid_0/job_{job}"));
-    assert!(!job_dir.exists(), "{} is left", job_dir.display());
 }
