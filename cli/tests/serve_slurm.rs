@@ -457,7 +457,7 @@ fn a_jobs_record_is_kept_printed_and_stored_in_its_admin_comment() {
     // Read back as docs/serve.md says: tr a-z A-Z | base32 -d | gzip -d | counterhal jobs -.
     let decoded = std::process::Command::new("sh")
         .arg("-c")
-        .arg("printf %s \"$1\" | tr a-z A-Z | base32 -d | gzip -d | \"$2\" record --raw -")
+        .arg("printf %s \"$1\" | tr a-z A-Z | base32 -d | gzip -d | \"$2\" jobs --raw -")
         .arg("sh")
         .arg(comment.strip_prefix("ch1:").unwrap())
         .arg(crate::common::bin())
