@@ -197,8 +197,10 @@ pub fn unregister(fd: BorrowedFd<'_>) {
 
 /// The calling thread's id.
 pub fn gettid() -> i32 {
+    // The system call, not glibc's wrapper (added in glibc 2.30), so that what links this
+    // runs on glibc 2.28 (docs/install.md).
     // SAFETY: gettid takes no arguments and cannot fail.
-    unsafe { libc::gettid() }
+    (unsafe { libc::syscall(libc::SYS_gettid) }) as i32
 }
 
 /// An eventfd, to wake a polling thread.

@@ -19,8 +19,10 @@ const MAX_ARGS: usize = 1 << 17;
 pub(crate) fn this_thread_id() -> Option<u32> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
+        // The system call, not glibc's wrapper (added in glibc 2.30), so that libcounterhal
+        // loads on glibc 2.28 (docs/install.md).
         // SAFETY: gettid takes no arguments and cannot fail.
-        let tid = unsafe { libc::gettid() };
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
         u32::try_from(tid).ok()
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]

@@ -81,8 +81,10 @@ pub extern "C" fn own_id() -> c_ulong {
 /// The calling thread's kernel id (Linux's `gettid`).
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn own_thread_id() -> c_ulong {
+    // The system call, not glibc's wrapper (added in glibc 2.30), so that libpapi loads on
+    // glibc 2.28 (docs/install.md).
     // SAFETY: gettid takes no arguments and cannot fail.
-    (unsafe { libc::gettid() }) as c_ulong
+    (unsafe { libc::syscall(libc::SYS_gettid) }) as c_ulong
 }
 
 /// The calling thread's `pthread_self` (systems without `gettid`).
