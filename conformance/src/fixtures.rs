@@ -1,11 +1,12 @@
 //! Fixtures the workspace's tests share: a control group made for one test, the kernel's
 //! source extracted once per machine, perf run under another machine's PMU tree, tracefs
-//! mounted (or taken away in a mount namespace of a test's own), and the releases of
-//! Prometheus' tools.
+//! mounted (or taken away in a mount namespace of a test's own), the releases of
+//! Prometheus' tools, and the glibc versions an ELF file needs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
+mod glibc;
 mod kernel_tree;
 pub mod perf_tree;
 pub mod prometheus;
@@ -15,6 +16,7 @@ mod scratch;
 mod sys;
 mod tracefs;
 
+pub use glibc::{GLIBC_FLOOR, GlibcVersion, glibc_versions_needed};
 pub use kernel_tree::{KERNEL_TARBALL, kernel_source};
 pub use scratch::{Leftovers, Scratch, clean_up_at_exit, left_in_temp_dir, temp_dir};
 #[cfg(unix)]
