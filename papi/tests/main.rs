@@ -24,6 +24,7 @@ mod sde;
 mod side_by_side;
 mod signal_reads;
 mod suite;
+mod tarball;
 mod tools;
 mod tracepoints;
 mod uncore;

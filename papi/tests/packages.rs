@@ -22,8 +22,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The variable naming the folder of scripts/debs' packages, where it is not `dist/` of the
-/// target folder this test binary was built in.
+/// The variable naming the folder of scripts/debs' packages and scripts/release-tarball's
+/// tarball, where it is not `dist/` of the target folder this test binary was built in.
 const DIST: &str = "COUNTERHAL_DIST";
 
 /// The packages, in the order dpkg purges them (dependents first).
@@ -34,8 +34,8 @@ const PACKAGES: [&str; 4] = [
     "counterhal",
 ];
 
-/// Where scripts/debs wrote.
-fn dist() -> PathBuf {
+/// Where scripts/debs and scripts/release-tarball wrote.
+pub(crate) fn dist() -> PathBuf {
     if let Some(dir) = std::env::var_os(DIST) {
         return dir.into();
     }
