@@ -1,18 +1,20 @@
-//! The Python face as a user gets it: the wheel built by maturin (the manylinux tag checked
-//! by auditwheel, its size held to 3 MB), installed into a fresh virtual environment with
-//! nothing else, and the Python tests (`python/tests/*.py`) run there with pytest; and the
-//! same wheel imported by the oldest CPython it names (3.9).
+//! The Python face as a user gets it: the wheel built by maturin, linked by zig against glibc
+//! 2.28's symbol versions (its `manylinux_2_28` tag checked by auditwheel, its extension's
+//! glibc versions by readelf, its size held to 3 MB), installed into a fresh virtual
+//! environment with nothing else, and the Python tests (`python/tests/*.py`) run there with
+//! pytest; and the same wheel imported by the oldest CPython it names (3.9).
 //!
-//! The tools come from the environment `scripts/python-tools` makes (maturin, auditwheel,
-//! pytest, pytest-benchmark and the latter two's wheels), at `COUNTERHAL_PYTHON_TOOLS`, else
-//! `target/python-tools`; without it the tests skip (CI makes it, and its
-//! `COUNTERHAL_REQUIRE=tools` makes the skip a failure). The Python tests skip through the
-//! same door (their conftest.py), with the same environment.
+//! The tools come from the environment `scripts/python-tools` makes (maturin, zig from
+//! ziglang, auditwheel, pytest, pytest-benchmark and the latter two's wheels), at
+//! `COUNTERHAL_PYTHON_TOOLS`, else `target/python-tools`; without it the tests skip (CI makes
+//! it, and its `COUNTERHAL_REQUIRE=tools` makes the skip a failure). The Python tests skip
+//! through the same door (their conftest.py), with the same environment.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use counterhal_conformance::fixtures::{GLIBC_FLOOR, glibc_versions_needed};
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 
@@ -73,14 +75,33 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// The wheel, built once for every test here by `maturin build --release`.
+/// The manylinux policy the wheel is built for: glibc 2.28's, RHEL 8's (`manylinux_2_28`).
+fn manylinux() -> String {
+    format!("manylinux_{}_{}", GLIBC_FLOOR.0, GLIBC_FLOOR.1)
+}
+
+/// The wheel, built once for every test here by `maturin build --release --zig
+/// --compatibility manylinux_2_28`, as docs/python.md builds it (zig is the tools' ziglang,
+/// found on PATH as their `python3 -m ziglang`).
 fn wheel(tools: &Path) -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let out = scratch("wheels");
+        let path = std::env::join_paths(std::iter::once(tools.join("bin")).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .unwrap();
         run(Command::new(tools.join("bin/maturin"))
-            .args(["build", "--release", "--quiet", "--out"])
+            .args([
+                "build",
+                "--release",
+                "--zig",
+                "--compatibility",
+                &manylinux(),
+            ])
+            .args(["--quiet", "--out"])
             .arg(&out)
+            .env("PATH", path)
             .current_dir(crate_dir()));
         let wheels: Vec<PathBuf> = std::fs::read_dir(&out)
             .unwrap()
@@ -132,15 +153,24 @@ fn counterhal_command() -> Option<PathBuf> {
     built.is_file().then_some(built)
 }
 
-/// Oracle: auditwheel's own reading of the wheel's shared library (the glibc symbol
-/// versions it needs and the libraries it links), and the 3 MB.
+/// The wheel is `manylinux_2_28` and its extension needs glibc 2.28's symbol versions at
+/// most (RHEL 8's glibc loads it). Oracles: auditwheel's own reading of the wheel's shared
+/// library (the glibc symbol versions it needs and the libraries it links, against its
+/// manylinux_2_28 policy: auditwheel 6.8.2), binutils' readelf 2.40 (Debian 12's) on the
+/// extension, and the 3 MB. Built by maturin without zig on Debian 12 the wheel was
+/// `manylinux_2_34`, its extension needing GLIBC_2.34, and this fails.
 #[test]
 fn the_wheel_is_manylinux_and_small() {
     let tools = tools_or_skip!();
     let wheel = wheel(&tools);
     let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
     assert!(
-        name.starts_with("counterhal-") && name.contains("-cp39-abi3-manylinux_"),
+        name.starts_with("counterhal-")
+            && name.ends_with(&format!(
+                "-cp39-abi3-{}_{}.whl",
+                manylinux(),
+                std::env::consts::ARCH
+            )),
         "{name}"
     );
     let shown = run(Command::new(tools.join("bin/auditwheel"))
@@ -162,6 +192,29 @@ fn the_wheel_is_manylinux_and_small() {
     let size = std::fs::metadata(wheel).unwrap().len();
     println!("{name}: {size} bytes");
     assert!(size <= WHEEL_LIMIT, "{name}: {size} bytes");
+
+    let unpacked = scratch("wheel-unpacked");
+    run(Command::new(tools.join("bin/python"))
+        .args(["-m", "zipfile", "-e"])
+        .arg(wheel)
+        .arg(&unpacked));
+    let extensions: Vec<PathBuf> = std::fs::read_dir(unpacked.join("counterhal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "so"))
+        .collect();
+    assert_eq!(extensions.len(), 1, "{extensions:?}");
+    let needed = glibc_versions_needed(&extensions[0]).unwrap();
+    let (newest, library) = needed.iter().max().unwrap();
+    println!(
+        "{}: needs {newest} ({library}) at most",
+        extensions[0].display()
+    );
+    assert!(
+        *newest <= GLIBC_FLOOR,
+        "the extension needs {newest} ({library}), newer than {GLIBC_FLOOR}: {needed:?}"
+    );
+    let _ = std::fs::remove_dir_all(&unpacked);
 }
 
 /// The Python tests, with the wheel and pytest alone in a fresh environment. Oracles: each
