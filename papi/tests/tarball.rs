@@ -142,10 +142,18 @@ fn a_c_program_builds_and_counts_on_the_unpacked_library() {
         .expect("pkg-config runs");
     assert!(flags.status.success(), "{}", text(&flags));
     let flags = String::from_utf8_lossy(&flags.stdout).into_owned();
-    assert!(
-        flags.contains(&format!("-L{}", prefix.join("lib").display())),
-        "{flags}"
-    );
+    // The folders it names are the unpacked prefix's (`${pcfiledir}/../..`).
+    for (flag, folder) in [("-L", "lib"), ("-I", "include")] {
+        let named = flags
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix(flag))
+            .unwrap_or_else(|| panic!("no {flag} in {flags}"));
+        assert_eq!(
+            Path::new(named).canonicalize().unwrap(),
+            prefix.join(folder).canonicalize().unwrap(),
+            "{flags}"
+        );
+    }
     let program = scratch.path().join("count");
     let source = crate::common::manifest().join("../examples/c/count.c");
     let built = Command::new("cc")
