@@ -111,6 +111,48 @@ fn every_binary_needs_glibc_2_28_at_most() {
     }
 }
 
+/// Each ELF file of the tarball unwinds with GCC's libgcc_s.so.1, as glibc's `pthread_exit`
+/// and `pthread_cancel` do, and not with an unwinder of its own: its `_Unwind_Resume` is
+/// libgcc_s's (undefined in the file, version GCC_3.0). Linked by zig with its own libunwind,
+/// a thread that glibc unwound through the library's frames crashed (the personality
+/// routine read libgcc_s's context as libunwind's). Oracle: readelf's dynamic section and
+/// symbol table.
+#[test]
+fn every_binary_unwinds_with_libgcc_s() {
+    let (_scratch, prefix) = unpacked_or_skip!("tarball-unwinder");
+    let version = env!("CARGO_PKG_VERSION");
+    for file in [
+        "bin/counterhal".to_string(),
+        format!("lib/libcounterhal.so.{version}"),
+        "lib/counterhal-papi/libpapi.so.7.0.0.0".to_string(),
+    ] {
+        let file = prefix.join(file);
+        let read = |what: &str| {
+            let out = Command::new("readelf")
+                .args(["-W", what])
+                .arg(&file)
+                .output()
+                .expect("readelf runs");
+            assert!(out.status.success(), "{}", text(&out));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let dynamic = read("-d");
+        assert!(
+            dynamic.contains("Shared library: [libgcc_s.so.1]"),
+            "{}: {dynamic}",
+            file.display()
+        );
+        let symbols = read("--dyn-syms");
+        assert!(
+            symbols
+                .lines()
+                .any(|l| l.contains(" UND _Unwind_Resume@GCC_3.0")),
+            "{}: no _Unwind_Resume of libgcc_s:\n{symbols}",
+            file.display()
+        );
+    }
+}
+
 /// The unpacked command counts here. Oracle: its own count of `true`'s task-clock.
 #[test]
 fn the_unpacked_command_counts() {

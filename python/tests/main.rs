@@ -91,6 +91,14 @@ fn wheel(tools: &Path) -> &'static Path {
             std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
         ))
         .unwrap();
+        // GCC's unwinder, as docs/python.md links it (not zig's: CPython's pthread_exit of a
+        // daemon thread unwinds with libgcc_s's, and the extension's frames must agree); the
+        // flags are scripts/release-tarball's, whose build this one shares (a shared library
+        // may leave libgcc_s's symbols undefined anyway).
+        let gcc = run(Command::new("cc").arg("-print-file-name=libgcc_s.so.1"));
+        let libgcc_s = PathBuf::from(String::from_utf8_lossy(&gcc.stdout).trim())
+            .canonicalize()
+            .expect("libgcc_s.so.1, where cc says it is");
         run(Command::new(tools.join("bin/maturin"))
             .args([
                 "build",
@@ -102,6 +110,13 @@ fn wheel(tools: &Path) -> &'static Path {
             .args(["--quiet", "--out"])
             .arg(&out)
             .env("PATH", path)
+            .env(
+                "RUSTFLAGS",
+                format!(
+                    "-C link-arg={} -C link-arg=-Wl,--allow-shlib-undefined",
+                    libgcc_s.display()
+                ),
+            )
             .current_dir(crate_dir()));
         let wheels: Vec<PathBuf> = std::fs::read_dir(&out)
             .unwrap()
