@@ -376,6 +376,19 @@ mod tests {
     }
 
     #[test]
+    fn a_record_read_back_is_written_as_it_was() {
+        // A time whose shortest form has 17 digits: serde_json's default parser read it a
+        // unit in the last place away (1795916325.633279 written back), which /records then
+        // answered in place of the journal's line.
+        let mut written = record(&[]);
+        written.end = 1795916325.6332793;
+        written.start = 1795916325.5475893;
+        let line = written.line();
+        let back: Record = serde_json::from_str(line.trim_end()).unwrap();
+        assert_eq!(back.line(), line);
+    }
+
+    #[test]
     fn a_job_is_selected_by_its_own_cgroup_and_a_step_when_named() {
         let job = record(&[("slurm_job_id", "12")]);
         let step = record(&[("slurm_job_id", "12"), ("slurm_step", "0")]);
