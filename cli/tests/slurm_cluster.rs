@@ -359,6 +359,7 @@ impl Cluster {
     }
 
     /// The cluster's slurm.conf.
+    #[cfg_attr(not(feature = "serve"), allow(dead_code))] // the exporter's record test reads it
     pub fn configuration(&self) -> PathBuf {
         self.dir.join("slurm.conf")
     }
