@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use counterhal::Reading;
 use counterhal_events::perf;
-use counterhal_hal::{Encoding, ResolvedEvent, SoftwareEvent};
+use counterhal_hal::{ResolvedEvent, SoftwareEvent};
 
 use crate::recording::{Attr, RecordedEvent, Recording, write::encode_file};
 
@@ -46,7 +46,7 @@ pub fn recording(
             };
             RecordedEvent {
                 name: event.name.clone(),
-                attr: attr_of(event).unwrap_or(Attr {
+                attr: Attr::of(event).unwrap_or(Attr {
                     type_: perf::TYPE_SOFTWARE,
                     config: [perf::software_config(SoftwareEvent::Dummy), 0, 0],
                     flags: 0,
@@ -61,34 +61,6 @@ pub fn recording(
         events,
         elapsed_ns,
     }
-}
-
-/// The perf attr of an event that is one perf event, with perf stat's flags (disabled,
-/// inherit, enable_on_exec) and its exclude bits.
-fn attr_of(event: &ResolvedEvent) -> Option<Attr> {
-    let [term] = event.terms.as_slice() else {
-        return None;
-    };
-    let Encoding::Perf(attr) = &term.request.encoding else {
-        return None;
-    };
-    let bits = attr.exclude_bits();
-    let mut flags = 1 | 1 << 1 | 1 << 12;
-    for (set, bit) in [
-        (bits.user, 4),
-        (bits.kernel, 5),
-        (bits.hv, 6),
-        (bits.idle, 7),
-        (bits.host, 19),
-        (bits.guest, 20),
-    ] {
-        flags |= u64::from(set) << bit;
-    }
-    Some(Attr {
-        type_: attr.type_,
-        config: [attr.config, attr.config1, attr.config2],
-        flags,
-    })
 }
 
 /// Prints `recording` on standard error (the job's, in slurmstepd) with `counterhal stat

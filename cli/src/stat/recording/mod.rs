@@ -60,6 +60,37 @@ pub struct Attr {
     pub flags: u64,
 }
 
+impl Attr {
+    /// The attr `perf stat` gives `event` where it is one perf event: its type and configs,
+    /// and perf stat's flags (disabled, inherit, enable_on_exec) with its exclude bits
+    /// (4-7, 19, 20); `None` for another encoding or several terms.
+    pub fn of(event: &counterhal_hal::ResolvedEvent) -> Option<Attr> {
+        let [term] = event.terms.as_slice() else {
+            return None;
+        };
+        let counterhal_hal::Encoding::Perf(attr) = &term.request.encoding else {
+            return None;
+        };
+        let bits = attr.exclude_bits();
+        let mut flags = 1 | 1 << 1 | 1 << 12;
+        for (set, bit) in [
+            (bits.user, 4),
+            (bits.kernel, 5),
+            (bits.hv, 6),
+            (bits.idle, 7),
+            (bits.host, 19),
+            (bits.guest, 20),
+        ] {
+            flags |= u64::from(set) << bit;
+        }
+        Some(Attr {
+            type_: attr.type_,
+            config: [attr.config, attr.config1, attr.config2],
+            flags,
+        })
+    }
+}
+
 /// Where a recording is read from without `-i`, as perf's tools look for one: standard input
 /// (`-`) where it is a pipe, else `perf.data`.
 pub fn default_input() -> String {

@@ -10,7 +10,6 @@ use std::process::ExitCode;
 
 use counterhal::Error;
 use counterhal_events::perf;
-use counterhal_hal::Encoding;
 use counterhal_hal::SoftwareEvent;
 
 use super::Report;
@@ -189,11 +188,14 @@ pub fn recording(
                 name: event.name.clone(),
                 // An event with no perf attr of its own (a tool event, a derived one): perf
                 // 6.1's `duration_time`, the software event `dummy`.
-                attr: plan.and_then(attr_of).unwrap_or(Attr {
-                    type_: perf::TYPE_SOFTWARE,
-                    config: [perf::software_config(SoftwareEvent::Dummy), 0, 0],
-                    flags: 0,
-                }),
+                attr: plan
+                    .and_then(Planned::ready)
+                    .and_then(Attr::of)
+                    .unwrap_or(Attr {
+                        type_: perf::TYPE_SOFTWARE,
+                        config: [perf::software_config(SoftwareEvent::Dummy), 0, 0],
+                        flags: 0,
+                    }),
                 unit,
                 reading: event.reading.as_ref().ok().copied(),
             }
@@ -207,32 +209,4 @@ pub fn recording(
         events,
         elapsed_ns,
     }
-}
-
-/// The perf attr of a planned event that is one perf event.
-fn attr_of(planned: &Planned) -> Option<Attr> {
-    let [term] = planned.ready()?.terms.as_slice() else {
-        return None;
-    };
-    let Encoding::Perf(attr) = &term.request.encoding else {
-        return None;
-    };
-    let bits = attr.exclude_bits();
-    // perf stat's: disabled, inherit, enable_on_exec, and the exclude bits (5-7, 19, 20).
-    let mut flags = 1 | 1 << 1 | 1 << 12;
-    for (set, bit) in [
-        (bits.user, 4),
-        (bits.kernel, 5),
-        (bits.hv, 6),
-        (bits.idle, 7),
-        (bits.host, 19),
-        (bits.guest, 20),
-    ] {
-        flags |= u64::from(set) << bit;
-    }
-    Some(Attr {
-        type_: attr.type_,
-        config: [attr.config, attr.config1, attr.config2],
-        flags,
-    })
 }
