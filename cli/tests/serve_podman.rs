@@ -16,6 +16,34 @@ use counterhal_conformance::skip::Need;
 /// The containers' cgroups, as podman's two cgroup managers name them.
 const PATTERN: &str = r"^(libpod_parent|machine\.slice)/libpod-[0-9a-f]{64}(\.scope)?$";
 
+/// The test's image and serve following the containers' cgroups in the BPF and the
+/// perf-event mode, each scraped once; or the test skips, saying why (podman or runc not
+/// installed, no image, no BPF mode here).
+macro_rules! podman_and_both_modes_or_skip {
+    () => {{
+        for tool in ["podman", "runc"] {
+            if Command::new(tool).arg("--version").output().is_err() {
+                skip!(
+                    Need::Tools,
+                    "{tool} is not installed (apt-get install podman runc)"
+                );
+            }
+        }
+        let image = match Image::make() {
+            Ok(image) => image,
+            Err((need, why)) => skip!(need, "{why}"),
+        };
+        let args = ["-e", "page-faults", "--cgroups", PATTERN];
+        let bpf = crate::bpf_or_skip!(args);
+        let mut perf_events_args = args.to_vec();
+        perf_events_args.extend(["--cgroup-mode", "perf-events"]);
+        let perf_events = Served::start(&perf_events_args).expect("serve in the perf-event mode");
+        bpf.scrape();
+        perf_events.scrape();
+        (image, bpf, perf_events)
+    }};
+}
+
 /// The page faults of the series labelled with container `id`, summed (one series a
 /// container: its cgroup's); `None` where there is none.
 fn container_faults(body: &str, id: &str) -> Option<f64> {
@@ -45,26 +73,7 @@ fn container_faults(body: &str, id: &str) -> Option<f64> {
 fn podman_containers_are_labelled_and_counted_whole() {
     let _alone = crate::common::bpf_alone();
     let _root = crate::unified_or_skip!();
-    if Command::new("podman").arg("--version").output().is_err() {
-        skip!(
-            Need::Tools,
-            "podman is not installed (apt-get install podman runc)"
-        );
-    }
-    if Command::new("runc").arg("--version").output().is_err() {
-        skip!(Need::Tools, "runc is not installed (apt-get install runc)");
-    }
-    let image = match Image::make() {
-        Ok(image) => image,
-        Err((need, why)) => skip!(need, "{why}"),
-    };
-    let args = ["-e", "page-faults", "--cgroups", PATTERN];
-    let bpf = crate::bpf_or_skip!(args);
-    let mut perf_events_args = args.to_vec();
-    perf_events_args.extend(["--cgroup-mode", "perf-events"]);
-    let perf_events = Served::start(&perf_events_args).expect("serve in the perf-event mode");
-    bpf.scrape();
-    perf_events.scrape();
+    let (image, bpf, perf_events) = podman_and_both_modes_or_skip!();
     // One that ends at once, one that lives a second.
     for work in [["20000", "0", "0"], ["20000", "0.5", "0.5"]] {
         let (id, out) = image.run(&work);
@@ -123,25 +132,7 @@ const BURST: usize = 12;
 fn a_burst_of_containers_on_busy_cpus_is_counted_whole_or_said_late() {
     let _alone = crate::common::bpf_alone();
     let _root = crate::unified_or_skip!();
-    for tool in ["podman", "runc"] {
-        if Command::new(tool).arg("--version").output().is_err() {
-            skip!(
-                Need::Tools,
-                "{tool} is not installed (apt-get install podman runc)"
-            );
-        }
-    }
-    let image = match Image::make() {
-        Ok(image) => image,
-        Err((need, why)) => skip!(need, "{why}"),
-    };
-    let args = ["-e", "page-faults", "--cgroups", PATTERN];
-    let bpf = crate::bpf_or_skip!(args);
-    let mut perf_events_args = args.to_vec();
-    perf_events_args.extend(["--cgroup-mode", "perf-events"]);
-    let perf_events = Served::start(&perf_events_args).expect("serve in the perf-event mode");
-    bpf.scrape();
-    perf_events.scrape();
+    let (image, bpf, perf_events) = podman_and_both_modes_or_skip!();
     // Every CPU busy, at the priority of the runtimes, while the burst starts.
     let cpus = counterhal::online_cpus().len() as usize;
     let mut spinners: Vec<_> = (0..cpus)
