@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 
 /// The mount point of the v1 hierarchy with the perf_event controller, or None.
-fn perf_event_mount() -> Option<PathBuf> {
-    let mounts = counterhal_system::System::host().mounts()?;
+fn perf_event_mount(system: &counterhal_system::System) -> Option<PathBuf> {
+    let mounts = system.mounts()?;
     mounts
         .iter()
         .find(|m| m.is_cgroup_v1_with("perf_event"))
@@ -20,17 +20,18 @@ fn perf_event_mount() -> Option<PathBuf> {
 }
 
 /// Places `task` (its local id and process) of `uid`'s job `job`, step `step` in its cgroup
-/// below the perf_event mount
+/// below the perf_event mount (of `system`'s mounts)
 /// (none mounted: nothing to do), adding each cgroup of its path to `made` (to remove at the
 /// step's end); or why not.
 pub fn place(
+    system: &counterhal_system::System,
     uid: u32,
     job: u32,
     step: u32,
     task: (u32, u32),
     made: &mut Vec<PathBuf>,
 ) -> Result<(), String> {
-    let Some(mount) = perf_event_mount() else {
+    let Some(mount) = perf_event_mount(system) else {
         return Ok(());
     };
     let (id, pid) = task;

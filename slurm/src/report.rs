@@ -128,9 +128,7 @@ pub fn step_name(step: u32) -> String {
 }
 
 /// This node's name, short, as slurmd takes it (`gethostname`).
-pub fn node_name() -> String {
-    let name = counterhal_system::System::host()
-        .hostname()
-        .unwrap_or_default();
+pub fn node_name(system: &counterhal_system::System) -> String {
+    let name = system.hostname().unwrap_or_default();
     name.split('.').next().unwrap_or_default().to_string()
 }

@@ -77,13 +77,17 @@ pub struct Step {
     counting: Option<Counting>,
     /// The v1 perf_event cgroups made for the tasks, each below the ones before it.
     cgroups: Vec<PathBuf>,
+    /// This node's facts (its mounts, its name, a metric's events), read through one
+    /// `System` made when the step begins.
+    system: counterhal_system::System,
 }
 
 impl Step {
     /// The step of slurmstepd's `spank` handle, counted as `request` asks (None: not
     /// counted); an event that cannot be resolved is said, and the step is not counted.
     pub fn new(spank: Handle, request: Option<Request>) -> Step {
-        let counting = request.and_then(Counting::new);
+        let system = counterhal_system::System::host();
+        let counting = request.and_then(|request| Counting::new(request, &system));
         Step {
             job: sys::number(spank, Item::JobId).unwrap_or(0),
             step: sys::number(spank, Item::JobStepId).unwrap_or(0),
@@ -94,6 +98,7 @@ impl Step {
             ended: 0,
             counting,
             cgroups: Vec::new(),
+            system,
         }
     }
 
@@ -166,7 +171,7 @@ impl Step {
             self.command_line.join(" "),
             self.job,
             crate::report::step_name(self.step),
-            crate::report::node_name(),
+            crate::report::node_name(&self.system),
             self.local_tasks,
             if self.local_tasks == 1 { "" } else { "s" }
         );
@@ -182,6 +187,7 @@ impl Step {
     /// mounted.
     pub fn place(&mut self, task: &Task) {
         match crate::cgroup_v1::place(
+            &self.system,
             self.uid,
             self.job,
             self.step,
@@ -204,7 +210,7 @@ impl Step {
 
 impl Counting {
     /// The backend and the events of `request`, or None where they cannot be had (said).
-    fn new(request: Request) -> Option<Counting> {
+    fn new(request: Request, system: &counterhal_system::System) -> Option<Counting> {
         let backend = match counterhal::open_default() {
             Ok(backend) => backend,
             Err(e) => {
@@ -229,7 +235,7 @@ impl Counting {
                 // perf stat's default events that this machine lacks are left out.
                 Err(_) if request.events.is_none() => Ok(Vec::new()),
                 // A metric's events (`stat -M`'s names), where the name is one.
-                Err(e) => metric_events(&backend, name).ok_or(e),
+                Err(e) => metric_events(&backend, name, system).ok_or(e),
             };
             match resolved {
                 Ok(resolved) => events.extend(
@@ -258,14 +264,17 @@ impl Counting {
 /// The events the metric (or metric group) `name` reads on `backend`'s CPU model, as `stat -M`
 /// plans them, resolved; None where `name` is no metric or one of its events does not
 /// resolve.
-fn metric_events(backend: &Chosen, name: &str) -> Option<Vec<ResolvedEvent>> {
+fn metric_events(
+    backend: &Chosen,
+    name: &str,
+    system: &counterhal_system::System,
+) -> Option<Vec<ResolvedEvent>> {
     use counterhal::metrics;
     let chosen = metrics::chosen(&[name.to_string()], backend.cpu_model()).ok()?;
     if chosen.is_empty() {
         return None;
     }
-    let system = counterhal::system::System::host();
-    let needed = metrics::events_needed(&system, &chosen);
+    let needed = metrics::events_needed(system, &chosen);
     needed
         .iter()
         .map(|event| backend.resolve(event).ok())
