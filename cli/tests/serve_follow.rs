@@ -357,19 +357,24 @@ fn a_cgroup_says_whether_a_task_ran_before_its_counters_opened() {
         "perf-events",
     ];
     let served = Served::start(&args).expect("serve in the perf-event mode");
-    let body = served.scrape();
-    let late = |cgroup: &std::path::Path| {
+    let late = |body: &str, cgroup: &std::path::Path| {
         let label = format!("/{}", cgroup.strip_prefix(&root).unwrap().display());
         let prefix = format!("counterhal_cgroup_counted_late{{cgroup=\"{label}\"}} ");
         body.lines()
             .find_map(|l| l.strip_prefix(&prefix))
             .map(|v| v.trim().to_string())
     };
-    let (busy_late, empty_late) = (late(&busy), late(&empty));
+    let body = served.scrape();
+    let (busy_late, empty_late) = (late(&body, &busy), late(&body, &empty));
+    // The empty one filled once it is counted: still counted from its first task.
+    let placed = std::fs::write(empty.join("cgroup.procs"), sleeper.id().to_string());
+    let filled = served.scrape();
     let _ = sleeper.kill();
     let _ = sleeper.wait();
+    placed.expect("placed");
     assert_eq!(busy_late.as_deref(), Some("1"), "{body}");
     assert_eq!(empty_late.as_deref(), Some("0"), "{body}");
+    assert_eq!(late(&filled, &empty).as_deref(), Some("0"), "{filled}");
     drop(served);
     drop(sleeper);
     let bpf = crate::bpf_or_skip!(["-e", "page-faults", "--cgroups", &pattern]);

@@ -86,9 +86,11 @@ pub struct Place {
     pub topology: CpuTopology,
     /// When it began counting (seconds since the epoch): its series' `_created`.
     pub created: f64,
-    /// In the perf-event mode, for a cgroup's place: whether a task was already in the
-    /// cgroup (or below it) just before its counters opened, so that its counts miss what
-    /// such tasks did before `created` (`counterhal_cgroup_counted_late`); `None` in the
+    /// In the perf-event mode, for a cgroup's place: whether a task may have run in the
+    /// cgroup (or below it) before its counters opened (one was there before they opened,
+    /// was there once all were open, or had run there by then), so that its counts may
+    /// miss what such tasks did before `created` (`counterhal_cgroup_counted_late`); `false`
+    /// means counted from its first task's first instruction. `None` in the
     /// BPF mode (which counts a cgroup its parent adopts from its first context switch),
     /// system-wide, or where the cgroup does not say (v1).
     pub late: Option<bool>,
@@ -668,11 +670,11 @@ impl Exporter {
         if !self.budget.fits(*held, holds + usize::from(costs)) {
             return Err(cpus.len());
         }
-        // Looked at just before the counters open: a task there now ran uncounted until
-        // they do (the perf-event mode counts from the open, as `perf stat -G`).
-        let late = counter
-            .moves_settled()
-            .is_none()
+        // The perf-event mode counts from the open, as `perf stat -G`: a task there before
+        // it ran uncounted until then. Looked at before the counters open, and again once all
+        // are open, since a task that came in meanwhile may have run before its CPU's did.
+        let says_late = counter.moves_settled().is_none();
+        let before = says_late
             .then(|| self.system.cgroup_populated(&directory))
             .flatten();
         match counter.follow(&directory) {
@@ -694,6 +696,11 @@ impl Exporter {
             }
         }
         self.refused_cgroups.remove(cgroup);
+        let late = before.map(|before| {
+            before
+                || self.system.cgroup_populated(&directory) == Some(true)
+                || self.system.cgroup_ran(&directory) == Some(true)
+        });
         let unheld = counter.say_left_out(cgroup, &directory, &self.events, health);
         *held += holds - budget::per_cgroup(costs, 1, unheld);
         let mut pod = self

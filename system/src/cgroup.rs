@@ -60,25 +60,23 @@ impl System {
     /// `cgroup_events_show`); `None` where the directory has no such file (a v1 hierarchy,
     /// whose `cgroup.procs` lists its own tasks alone) or it cannot be read.
     pub fn cgroup_populated(&self, dir: &Path) -> Option<bool> {
-        use std::io::Read;
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-        }
-        let file = options.open(dir.join("cgroup.events")).ok()?;
         // Two short lines (`populated 0`, `frozen 0`): a longer file is no cgroup's.
-        let mut text = String::new();
-        file.take(256).read_to_string(&mut text).ok()?;
-        text.lines()
-            .find_map(|line| line.strip_prefix("populated "))
-            .and_then(|value| match value.trim() {
-                "0" => Some(false),
-                "1" => Some(true),
-                _ => None,
-            })
+        match cgroup_key(dir, "cgroup.events", "populated", 256)? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    /// Whether a task has run in the cgroup `dir` or any cgroup below it: cgroup v2's
+    /// `usage_usec` of its `cpu.stat`, there whether the cpu controller is enabled or not
+    /// (Documentation/admin-guide/cgroup-v2.rst; kernel/cgroup/rstat.c,
+    /// `cgroup_base_stat_cputime_show`), above 0. A task running now may not be in it yet
+    /// (its time is added at its next tick or switch). `None` where the directory has no
+    /// such file (v1) or it cannot be read.
+    pub fn cgroup_ran(&self, dir: &Path) -> Option<bool> {
+        // usage, user and system times, and the cpu controller's keys where it is enabled.
+        cgroup_key(dir, "cpu.stat", "usage_usec", 4096).map(|usec| usec > 0)
     }
 
     /// Whether the cgroup directory `dir` may hold directories: not where its link count is 2
@@ -97,6 +95,26 @@ impl System {
             true
         }
     }
+}
+
+/// The value of `key` in the flat-keyed cgroup file `name` of directory `dir` (`KEY VALUE`
+/// lines), read up to `bound` bytes without following a link or waiting; `None` where there
+/// is no such file, key or number.
+fn cgroup_key(dir: &Path, name: &str, key: &str, bound: u64) -> Option<u64> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    let file = options.open(dir.join(name)).ok()?;
+    let mut text = String::new();
+    file.take(bound).read_to_string(&mut text).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix(key)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
 }
 
 #[cfg(test)]
@@ -142,9 +160,11 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
-    /// Oracle: the kernel's cgroup v2 (Linux 6.x): a cgroup made empty reads unpopulated,
-    /// one a task of this test's was moved into (in a child of it) reads populated, and a
-    /// directory without `cgroup.events` (a v1 hierarchy, any other folder) reads unknown.
+    /// Oracle: the kernel's cgroup v2 (Linux 6.x): a cgroup made empty reads unpopulated and
+    /// not run in, one a task of this test's was moved into (in a child of it) reads
+    /// populated, and once that task has looped and ended, unpopulated and run in; a
+    /// directory without `cgroup.events` or `cpu.stat` (a v1 hierarchy, any other folder)
+    /// reads unknown.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_cgroup_is_populated_as_the_kernel_says() {
@@ -172,17 +192,29 @@ mod tests {
         let child = parent.join("task");
         std::fs::create_dir(&child).unwrap();
         assert_eq!(system.cgroup_populated(&parent), Some(false));
-        let mut sleeper = std::process::Command::new("sleep")
-            .arg("30")
+        assert_eq!(system.cgroup_ran(&parent), Some(false));
+        // A shell that waits for its line, then loops in the child cgroup and ends.
+        let mut shell = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "read go; i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done",
+            ])
+            .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let moved = std::fs::write(child.join("cgroup.procs"), sleeper.id().to_string());
+        let moved = std::fs::write(child.join("cgroup.procs"), shell.id().to_string());
         let populated = system.cgroup_populated(&parent);
-        let _ = sleeper.kill();
-        let _ = sleeper.wait();
+        {
+            use std::io::Write;
+            let _ = shell.stdin.take().unwrap().write_all(b"go\n");
+        }
+        let _ = shell.wait();
+        let (emptied, ran) = (system.cgroup_populated(&parent), system.cgroup_ran(&parent));
         let _ = std::fs::remove_dir(&child);
         let _ = std::fs::remove_dir(&parent);
         moved.unwrap();
         assert_eq!(populated, Some(true));
+        assert_eq!((emptied, ran), (Some(false), Some(true)));
+        assert_eq!(system.cgroup_ran(&std::env::temp_dir()), None);
     }
 }

@@ -123,14 +123,16 @@ fn departed(out: &mut Vec<u8>, format: Format, exporter: &Exporter) {
     }
 }
 
-/// Whether each cgroup counted in the perf-event mode held a task when its counters opened:
-/// one gauge a cgroup, with its labels, where the mode and the cgroup say (cgroup v2).
+/// Whether a task may have run in each cgroup counted in the perf-event mode before its
+/// counters opened: one gauge a cgroup, with its labels, where the mode and the cgroup say
+/// (cgroup v2).
 fn counted_late(out: &mut Vec<u8>, format: Format, exporter: &Exporter) {
     const LATE: Family = Family::new(
         "counterhal_cgroup_counted_late",
         Kind::Gauge,
-        "1 where a task was already in the cgroup when its counters opened (perf-event mode): \
-         its counts miss what such tasks did before its _created; 0 where it was empty then.",
+        "1 where a task may have run in the cgroup before its counters opened (perf-event \
+         mode): its counts may miss what it did before its _created; 0 where it stayed empty \
+         and unrun until all were open.",
     );
     // Only the perf-event mode says (the BPF mode settles no moves: `None`).
     if exporter
