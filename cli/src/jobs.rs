@@ -207,7 +207,7 @@ mod printed {
                 .collect(),
             elapsed_ns: (record.seconds() * 1e9) as u64,
         };
-        crate::stat::report::recorded::render(stat, &recording)
+        crate::stat::report::recorded::render(stat, &recording, &[])
     }
 
     /// What a record counted, for the heading: the job (and step), the pod (and container)

@@ -331,3 +331,55 @@ fn record_takes_stat_s_options_on_both_sides_and_refuses_runs() {
         assert!(stderr(&out).contains("stat record"), "{}", stderr(&out));
     }
 }
+
+/// Done when: `stat -M METRIC report` prints the metric computed from a recording's counts,
+/// the very line (value and unit) that `stat -M METRIC record` printed while it counted and
+/// recorded them, beside the same event line; an unknown metric name is refused with exit 2,
+/// named. (perf's `report` takes no `-M`: the Slurm plugin prints a metric of `--counters`
+/// so.)
+///
+/// Oracle: the recording run's own table (`stat -x, -M page_faults_per_second record`),
+/// whose elapsed time and counts the records keep.
+#[test]
+fn a_metric_is_reported_from_a_recording_as_it_was_printed() {
+    linux_or_skip!();
+    let dir = scratch("metric");
+    let file = dir.join("metric.data");
+    let path = file.to_str().unwrap();
+    let metric = "page_faults_per_second";
+    let recorded = run(
+        &counterhal_tool(),
+        &[
+            "stat", "-x,", "-M", metric, "record", "-o", path, "--", "true",
+        ],
+        None,
+    );
+    assert!(recorded.status.success(), "{}", stderr(&recorded));
+    let reported = run(
+        &counterhal_tool(),
+        &["stat", "-x,", "-M", metric, "report", "-i", path],
+        None,
+    );
+    assert!(reported.status.success(), "{}", stderr(&reported));
+    let lines = |out: &Output| -> Vec<String> {
+        result_lines(out)
+            .into_iter()
+            .filter(|l| l.contains(",page-faults,") || l.contains(&format!(",{metric},")))
+            .collect()
+    };
+    let (theirs, ours) = (lines(&recorded), lines(&reported));
+    assert_eq!(ours.len(), 2, "{}", stderr(&reported));
+    assert_eq!(ours, theirs, "record's lines, then report's");
+    let unknown = run(
+        &counterhal_tool(),
+        &["stat", "-M", "no_such_metric", "report", "-i", path],
+        None,
+    );
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+    assert!(
+        stderr(&unknown).contains("`no_such_metric`"),
+        "{}",
+        stderr(&unknown)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -66,14 +66,24 @@ pub fn run(mut args: StatArgs) -> Result<ExitCode, CliError> {
 }
 
 /// `stat report`: reads the recording `-i` names after the word `report` (perf's `perf.data`
-/// by default, standard input when it is a pipe) and prints it as `stat` prints a run.
+/// by default, standard input when it is a pipe) and prints it as `stat` prints a run, with
+/// the metrics `-M` names (before `report`) computed from its counts.
 ///
 /// # Errors
-/// A bad option (exit 2), a recording that cannot be read or is not one (exit 2).
+/// A bad option or metric name (exit 2), a recording that cannot be read or is not one
+/// (exit 2).
 fn report_recording(args: StatArgs) -> Result<ExitCode, CliError> {
     let input = record::input_of(&args.command[1..])?;
     let recording = recording::read::read(&input, None).map_err(CliError::input)?;
-    recorded::print(args, &recording)
+    let metrics = match args.metrics.is_empty() {
+        true => Vec::new(),
+        false => {
+            let context = args.database.context()?;
+            counterhal::metrics::chosen(&args.metrics, context.model())
+                .map_err(|e| CliError::usage(e, arguments::USAGE))?
+        }
+    };
+    recorded::print(args, &recording, &metrics)
 }
 
 /// Plans the events on `backend`, measures, and writes the summary, with `note` (what was

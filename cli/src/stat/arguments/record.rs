@@ -15,7 +15,8 @@ use crate::stat::recording::default_input;
 pub const RECORD_USAGE: &str =
     "counterhal stat record [-o FILE | -o -] [STAT OPTIONS] [--] CMD [ARGS]";
 /// The usage line of `stat report`.
-pub const REPORT_USAGE: &str = "counterhal stat [-x SEP | -j | --json] report [-i FILE | -i -]";
+pub const REPORT_USAGE: &str =
+    "counterhal stat [-x SEP | -j | --json] [-M METRICS] report [-i FILE | -i -]";
 
 /// perf's `stat` subcommands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +108,7 @@ pub fn input_of(words: &[OsString]) -> Result<String, CliError> {
     let refuse = |word: &str| {
         CliError::usage(
             Error::invalid_input(format!("stat report takes -i FILE alone, not `{word}`"))
-                .with_hint("e.g. counterhal stat report -i perf.data; put -x, -j or --json before `report`"),
+                .with_hint("e.g. counterhal stat report -i perf.data; put -x, -j, --json or -M before `report`"),
             REPORT_USAGE,
         )
     };

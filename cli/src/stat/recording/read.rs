@@ -342,6 +342,16 @@ pub fn read(input: &str, each: Option<EachRecord<'_>>) -> Result<Recording, Erro
     }
 }
 
+/// Reads the recording `bytes` hold, a file's or a pipe stream's (`source` names it in
+/// errors), as [`read`] reads one.
+///
+/// # Errors
+/// Bad input, as [`read`]'s.
+#[cfg_attr(not(test), allow(dead_code))] // the Slurm plugin's (slurm/src/gather.rs)
+pub fn read_bytes(bytes: &[u8], source: &str) -> Result<Recording, Error> {
+    read_from(&mut std::io::Cursor::new(bytes), source, None)
+}
+
 /// Reads a recording from `input` (`source` names it in errors): a pipe stream, or (where
 /// `input` can seek) a file, telling `each` every stat record, where given.
 fn read_from(
@@ -397,6 +407,15 @@ impl Input for std::fs::File {
     }
     fn length(&self) -> Option<u64> {
         self.metadata().ok().map(|m| m.len())
+    }
+}
+
+impl Input for std::io::Cursor<&[u8]> {
+    fn seek_to(&mut self, at: u64) -> Option<std::io::Result<()>> {
+        Some(self.seek(SeekFrom::Start(at)).map(drop))
+    }
+    fn length(&self) -> Option<u64> {
+        Some(self.get_ref().len() as u64)
     }
 }
 
@@ -578,19 +597,8 @@ mod tests {
     //! without a panic. perf's own reading of the writer's output is the integration tests'
     //! (cli/tests/stat_record.rs, perf 6.1 and 7.2).
 
-    use std::io::Cursor;
-
     use super::*;
     use crate::stat::recording::write::{encode_file, encode_pipe};
-
-    impl Input for Cursor<&[u8]> {
-        fn seek_to(&mut self, at: u64) -> Option<std::io::Result<()>> {
-            Some(self.seek(SeekFrom::Start(at)).map(drop))
-        }
-        fn length(&self) -> Option<u64> {
-            Some(self.get_ref().len() as u64)
-        }
-    }
 
     fn sample() -> Recording {
         let event = |name: &str, config: u64, unit, reading| RecordedEvent {
@@ -622,15 +630,15 @@ mod tests {
         }
     }
 
-    fn read_bytes(bytes: &[u8]) -> Result<Recording, Error> {
-        read_from(&mut Cursor::new(bytes), "test", None)
+    fn read_test(bytes: &[u8]) -> Result<Recording, Error> {
+        read_bytes(bytes, "test")
     }
 
     #[test]
     fn a_file_and_a_pipe_read_back_as_written() {
         let written = sample();
-        assert_eq!(read_bytes(&encode_file(&written)).unwrap(), written);
-        let piped = read_bytes(&encode_pipe(&written)).unwrap();
+        assert_eq!(read_test(&encode_file(&written)).unwrap(), written);
+        let piped = read_test(&encode_pipe(&written)).unwrap();
         assert_eq!(piped.events, written.events);
         assert_eq!(piped.elapsed_ns, written.elapsed_ns);
         assert!(piped.command_line.is_empty());
@@ -657,13 +665,13 @@ mod tests {
         let written = sample();
         let file = encode_file(&written);
         for end in 0..file.len() {
-            assert!(read_bytes(&file[..end]).is_err(), "the file cut at {end}");
+            assert!(read_test(&file[..end]).is_err(), "the file cut at {end}");
         }
         let pipe = encode_pipe(&written);
         for end in 0..pipe.len() {
-            let _ = read_bytes(&pipe[..end]);
+            let _ = read_test(&pipe[..end]);
         }
-        assert!(read_bytes(&pipe[..pipe.len() - 1]).is_err());
+        assert!(read_test(&pipe[..pipe.len() - 1]).is_err());
     }
 
     /// Every byte of both forms set to 0xff, then to 0x7f: read or refused, never a panic.
@@ -675,7 +683,7 @@ mod tests {
                 for value in [0xff, 0x7f] {
                     let mut bad = bytes.clone();
                     bad[at] = value;
-                    let _ = read_bytes(&bad);
+                    let _ = read_test(&bad);
                 }
             }
         }

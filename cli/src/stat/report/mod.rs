@@ -134,11 +134,12 @@ impl Report {
     }
 
     /// A recording's report (`stat report`): perf 7.2's `perf stat report` prints no metric
-    /// beside any event, so the table's are perf 6.1's words; no `-M` metrics.
-    pub fn recording(args: &StatArgs) -> Report {
+    /// beside any event, so the table's are perf 6.1's words; `metrics`, those `-M` named
+    /// before `report`.
+    pub fn recording(args: &StatArgs, metrics: &[&'static MetricDef]) -> Report {
         Report {
             words: MetricWords::Perf61,
-            ..Report::of(args, &[])
+            ..Report::of(args, metrics)
         }
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use counterhal::Error;
+use counterhal::metrics::MetricDef;
 use counterhal_events::perf;
 use counterhal_hal::SoftwareEvent;
 
@@ -24,25 +25,30 @@ use crate::stat::recording::write::{encode_file, encode_pipe};
 use crate::stat::recording::{Attr, DEFAULT_FILE, RecordedEvent, Recording};
 
 /// `stat report`: `recording` printed as `stat` prints a run, in the layout the options
-/// before `report` ask for (`-x`, `-j`, `--json`), headed by the command that recorded it.
+/// before `report` ask for (`-x`, `-j`, `--json`), headed by the command that recorded it,
+/// with `metrics` (`-M`'s, before `report`) computed from its counts.
 ///
 /// # Errors
 /// The results cannot be written (exit 1).
-pub fn print(args: StatArgs, recording: &Recording) -> Result<ExitCode, CliError> {
-    printing::write(None, &render(args, recording))?;
+pub fn print(
+    args: StatArgs,
+    recording: &Recording,
+    metrics: &[&'static MetricDef],
+) -> Result<ExitCode, CliError> {
+    printing::write(None, &render(args, recording, metrics))?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// `recording` as `stat` prints a run, in the layout `args` asks for (`-x`, `-j`, `--json`),
-/// headed by the command that recorded it: the text [`print()`] writes, and `counterhal
-/// record` a departed cgroup's record.
-pub fn render(mut args: StatArgs, recording: &Recording) -> String {
+/// headed by the command that recorded it, with `metrics` computed from its counts: the text
+/// [`print()`] writes, and `counterhal jobs` a departed cgroup's record.
+pub fn render(mut args: StatArgs, recording: &Recording, metrics: &[&'static MetricDef]) -> String {
     let summary = summary_of(recording);
     args.command = match recording.command_line.is_empty() {
         true => vec![OsString::from("pipe")],
         false => recording.command_line.iter().map(OsString::from).collect(),
     };
-    let report = Report::recording(&args);
+    let report = Report::recording(&args, metrics);
     printing::render(&report, &summary)
 }
 
