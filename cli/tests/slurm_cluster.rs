@@ -24,13 +24,27 @@ const NODE_PORT: u16 = 16818;
 const DBD_PORT: u16 = 16819;
 const DB_PORT: u16 = 16820;
 
+/// How the cluster's nodes run their jobs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// One node, slurmd on Slurm's cgroup/v2 plugin (under the shim where the host is
+    /// hybrid).
+    CgroupV2,
+    /// One node, slurmd on Slurm's cgroup/v1 plugin.
+    CgroupV1,
+    /// Two nodes, `n1` and `n2`, each a slurmd of its own on this host (`slurmd -N`, its
+    /// own port, spool and log), tracking processes without cgroups
+    /// (`proctrack/linuxproc`, `task/none`), so that the two make nothing in one place.
+    TwoNodes,
+}
+
 /// A running cluster: its daemons, stopped and their cgroups removed when dropped.
 pub struct Cluster {
     dir: PathBuf,
     /// The cgroup2 mount, where slurmd made its scope; `/sys/fs/cgroup` on cgroup/v1.
     mount: PathBuf,
-    /// Whether slurmd runs Slurm's cgroup/v1 plugin (else cgroup/v2's, under the shim).
-    v1: bool,
+    /// How its nodes run their jobs.
+    layout: Layout,
     daemons: Vec<Child>,
     /// `system.slice` where this fixture made it (no systemd made it).
     made_slice: bool,
@@ -57,7 +71,15 @@ impl Cluster {
         more: &str,
         accounting: bool,
     ) -> Result<Cluster, (Need, String)> {
-        Cluster::start_in(mount, false, plugstack, (more, accounting))
+        Cluster::start_in(mount, Layout::CgroupV2, plugstack, (more, accounting))
+    }
+
+    /// A cluster of two nodes on this host, `n1` and `n2` (see [`Layout::TwoNodes`]), with
+    /// the SPANK plugins of `plugstack`.
+    #[allow(dead_code)] // tests/slurm_spank.rs starts it
+    pub fn start_two_nodes(plugstack: &str) -> Result<Cluster, (Need, String)> {
+        let mount = Path::new("/sys/fs/cgroup");
+        Cluster::start_in(mount, Layout::TwoNodes, Some(plugstack), ("", false))
     }
 
     /// As [`Cluster::start_with`] with no more lines and no accounting, slurmd on Slurm's
@@ -65,14 +87,19 @@ impl Cluster {
     #[allow(dead_code)] // tests/cgroup_v1.rs starts it
     pub fn start_on_v1(plugstack: Option<&str>) -> Result<Cluster, (Need, String)> {
         // cgroup.conf's `CgroupMountpoint`, its default.
-        Cluster::start_in(Path::new("/sys/fs/cgroup"), true, plugstack, ("", false))
+        Cluster::start_in(
+            Path::new("/sys/fs/cgroup"),
+            Layout::CgroupV1,
+            plugstack,
+            ("", false),
+        )
     }
 
-    /// A cluster on the cgroup/v1 plugin (`v1`) or the cgroup/v2 one, its cgroups below
-    /// `mount`, with `more` lines of slurm.conf and, with `accounting`, a slurmdbd.
+    /// A cluster laid out as `layout` says, its cgroups below `mount`, with `more` lines of
+    /// slurm.conf and, with `accounting`, a slurmdbd.
     fn start_in(
         mount: &Path,
-        v1: bool,
+        layout: Layout,
         plugstack: Option<&str>,
         (more, accounting): (&str, bool),
     ) -> Result<Cluster, (Need, String)> {
@@ -92,7 +119,7 @@ impl Cluster {
         let alone = ONE.lock().unwrap_or_else(|e| e.into_inner());
         let dir = counterhal_conformance::fixtures::temp_dir()
             .join(format!("counterhal-slurm-{}", std::process::id()));
-        for sub in ["spool", "state", "log", "run"] {
+        for sub in ["spool", "spool-n1", "spool-n2", "state", "log", "run"] {
             std::fs::create_dir_all(dir.join(sub)).map_err(|e| (Need::System, e.to_string()))?;
         }
         let preload = compile_c(
@@ -106,14 +133,14 @@ impl Cluster {
             "no C compiler (apt-get install gcc)".to_string(),
         ))?;
         let slice = mount.join("system.slice");
-        let made_slice = !v1 && !slice.exists();
+        let made_slice = layout == Layout::CgroupV2 && !slice.exists();
         if made_slice {
             std::fs::create_dir(&slice).map_err(|e| (Need::Privilege, e.to_string()))?;
         }
         let mut cluster = Cluster {
             dir,
             mount: mount.to_path_buf(),
-            v1,
+            layout,
             daemons: Vec::new(),
             made_slice,
             _alone: alone,
@@ -144,28 +171,54 @@ impl Cluster {
         let node = hostname();
         let dir = self.dir.display();
         let cpus = counterhal::online_cpus().len();
+        // Each node's own spool, log and pid file where there are two (`%n`: its name).
+        let (tracking, nodes, own) = match self.layout {
+            Layout::TwoNodes => (
+                "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n".to_string(),
+                (1..=2)
+                    .map(|n| {
+                        format!(
+                            "NodeName=n{n} NodeHostname={node} NodeAddr=127.0.0.1 \
+                             Port={} CPUs={cpus} State=UNKNOWN\n",
+                            NODE_PORT + 10 + n
+                        )
+                    })
+                    .collect::<String>()
+                    + "PartitionName=test Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP\n",
+                "-%n",
+            ),
+            _ => (
+                "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n".to_string(),
+                format!(
+                    "NodeName={node} CPUs={cpus} State=UNKNOWN\n\
+                     PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n"
+                ),
+                "",
+            ),
+        };
         let mut slurm = format!(
             "ClusterName=counterhal\nSlurmctldHost={node}\nSlurmUser=root\nSlurmdUser=root\n\
-             AuthType=auth/munge\nProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n\
-             SlurmdSpoolDir={dir}/spool\nStateSaveLocation={dir}/state\n\
-             SlurmctldPidFile={dir}/run/slurmctld.pid\nSlurmdPidFile={dir}/run/slurmd.pid\n\
-             SlurmctldLogFile={dir}/log/slurmctld.log\nSlurmdLogFile={dir}/log/slurmd.log\n\
+             AuthType=auth/munge\n{tracking}\
+             SlurmdSpoolDir={dir}/spool{own}\nStateSaveLocation={dir}/state\n\
+             SlurmctldPidFile={dir}/run/slurmctld.pid\nSlurmdPidFile={dir}/run/slurmd{own}.pid\n\
+             SlurmctldLogFile={dir}/log/slurmctld.log\nSlurmdLogFile={dir}/log/slurmd{own}.log\n\
              SlurmctldPort={CONTROLLER_PORT}\nSlurmdPort={NODE_PORT}\nReturnToService=2\n\
              SelectType=select/cons_tres\nSchedulerType=sched/builtin\nMpiDefault=none\n\
-             NodeName={node} CPUs={cpus} State=UNKNOWN\n\
-             PartitionName=test Nodes={node} Default=YES MaxTime=INFINITE State=UP\n{more}"
+             {nodes}{more}"
         );
         if let Some(plugins) = plugstack {
             let path = self.dir.join("plugstack.conf");
             std::fs::write(&path, plugins).map_err(|e| (Need::System, e.to_string()))?;
             slurm.push_str(&format!("PlugStackConfig={}\n", path.display()));
         }
-        let cgroup = match self.v1 {
-            true => format!(
+        let cgroup = match self.layout {
+            Layout::CgroupV1 => format!(
                 "CgroupPlugin=cgroup/v1\nCgroupMountpoint={}\n",
                 self.mount.display()
             ),
-            false => format!(
+            // No cgroup is tracked: slurmd's defaults (it picks the host's plugin itself).
+            Layout::TwoNodes => String::new(),
+            Layout::CgroupV2 => format!(
                 "CgroupPlugin=cgroup/v2\nCgroupMountpoint={}\nIgnoreSystemd=yes\n\
                  ConstrainDevices=yes\n",
                 self.mount.display()
@@ -327,17 +380,26 @@ impl Cluster {
             .map_err(|e| (Need::System, format!("slurmctld: {e}")))?;
         self.daemons.push(controller);
         std::thread::sleep(Duration::from_millis(500));
-        let mut node = Command::new("slurmd");
-        node.args(["-D", "-f"]).arg(&configuration);
-        if !self.v1 {
-            node.env("LD_PRELOAD", preload);
+        let names: &[&str] = match self.layout {
+            Layout::TwoNodes => &["n1", "n2"],
+            _ => &[""],
+        };
+        for name in names {
+            let mut node = Command::new("slurmd");
+            node.args(["-D", "-f"]).arg(&configuration);
+            if !name.is_empty() {
+                node.args(["-N", name]);
+            }
+            if self.layout == Layout::CgroupV2 {
+                node.env("LD_PRELOAD", preload);
+            }
+            let node = node
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| (Need::System, format!("slurmd: {e}")))?;
+            self.daemons.push(node);
         }
-        let node = node
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| (Need::System, format!("slurmd: {e}")))?;
-        self.daemons.push(node);
         let waited = Instant::now();
         while waited.elapsed() < Duration::from_secs(30) {
             let state = self.command("sinfo").args(["-h", "-o", "%T"]).output();
@@ -346,7 +408,9 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        let log = std::fs::read_to_string(self.dir.join("log/slurmd.log")).unwrap_or_default();
+        let log = ["slurmd", "slurmd-n1", "slurmd-n2"]
+            .map(|name| self.log(name))
+            .concat();
         Err((
             Need::System,
             format!("the node did not become idle in 30 s: {log}"),
@@ -385,7 +449,11 @@ impl Drop for Cluster {
             daemon.kill().ok();
             daemon.wait().ok();
         }
-        if self.v1 {
+        if self.layout == Layout::TwoNodes {
+            std::fs::remove_dir_all(&self.dir).ok();
+            return;
+        }
+        if self.layout == Layout::CgroupV1 {
             // The cgroups the cgroup/v1 plugin left in its hierarchies, bottom up.
             for hierarchy in std::fs::read_dir(&self.mount)
                 .into_iter()

@@ -153,7 +153,8 @@ fn srun_counters_prints_the_steps_counts_as_stat_prints_them() {
         "{line} vs {oracle}"
     );
 
-    // A metric counts the events it reads (`page_faults_per_second`: page-faults).
+    // A metric counts the events it reads (`page_faults_per_second`: page-faults), and its
+    // value is printed beside them.
     let metric = srun(
         &cluster,
         &[
@@ -167,6 +168,11 @@ fn srun_counters_prints_the_steps_counts_as_stat_prints_them() {
     );
     let counted = separated_count(&stderr(&metric), "page-faults")
         .unwrap_or_else(|| panic!("no page-faults for the metric: {}", stderr(&metric)));
+    assert!(
+        stderr(&metric).contains(",page_faults_per_second,"),
+        "no metric line: {}",
+        stderr(&metric)
+    );
     assert!(
         (counted - oracle).abs() <= oracle * 0.01,
         "{counted} vs {oracle}"
@@ -193,4 +199,115 @@ fn srun_counters_prints_the_steps_counts_as_stat_prints_them() {
         cgroup.contains("_slurmstepd.scope/job_") && cgroup.ends_with("/step_0/user/task_0"),
         "the task's cgroup: {cgroup}"
     );
+}
+
+/// Each `-x,` line's page faults in `text`, in order.
+fn separated_counts(text: &str) -> Vec<u64> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            (fields.get(2) == Some(&"page-faults")).then(|| fields[0].parse().ok())?
+        })
+        .collect()
+}
+
+/// Done when: a step of two nodes, `srun -N2 --counters`, prints each node's counts (from
+/// that node's slurmstepd, on the job's standard error) and then, from srun at the step's
+/// end, the step's: their sum, exactly, titled with the step's nodes and tasks (`2 nodes, 3
+/// tasks` where one node runs two); each node's is what `counterhal stat` counts of the same
+/// work (within 1%) times its tasks; and with `--export=NONE` as well (the plugin's variable
+/// is a `SLURM_` one, which srun passes then); a metric's value printed for each node and
+/// the step, beside the events it reads.
+///
+/// Oracle: Slurm 22.05 (Debian 12's slurm-wlm): srun, slurmctld and two slurmd (`-N n1`,
+/// `-N n2`, each on its own port) launching the step on both nodes and running the plugin in
+/// srun and in each slurmstepd; `counterhal stat` on the same work.
+#[test]
+fn srun_counters_sums_a_steps_counts_across_its_nodes() {
+    if !running_as_root() {
+        skip!(Need::Privilege, "slurmd runs as root");
+    }
+    let plugstack = format!(
+        "required {} counterhal={}\n",
+        spank_plugin().display(),
+        bin().display()
+    );
+    let cluster = match Cluster::start_two_nodes(&plugstack) {
+        Ok(cluster) => cluster,
+        Err((need, why)) => skip!(need, "{why}"),
+    };
+    let dir = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-spank-nodes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let work = compile_c(
+        &dir,
+        "work",
+        include_str!("data/container_work.c"),
+        &["-O2"],
+    )
+    .expect("the job's work builds");
+    let work = work.to_str().unwrap();
+    let alone = counterhal(&["stat", "-x,", "-e", "page-faults", work, "20000", "0", "0"]);
+    let oracle = separated_count(&stderr(&alone), "page-faults")
+        .unwrap_or_else(|| panic!("counterhal stat: {}", stderr(&alone)));
+
+    for (tasks, export) in [("2", None), ("3", None), ("2", Some("--export=NONE"))] {
+        let mut args = vec!["-N2", "-n", tasks, "--counters=page-faults"];
+        args.extend(export);
+        args.extend(["--counters-field-separator=,", work, "20000", "0", "0"]);
+        let out = srun(&cluster, &args);
+        assert!(out.status.success(), "srun {args:?}: {}", stderr(&out));
+        let counts = separated_counts(&stderr(&out));
+        eprintln!("srun {args:?}: nodes and step {counts:?}, counterhal stat {oracle}");
+        let [first, second, step] = counts[..] else {
+            panic!("two nodes' lines and the step's: {}", stderr(&out));
+        };
+        assert_eq!(step, first + second, "{}", stderr(&out));
+        let tasks: f64 = tasks.parse().unwrap();
+        assert!(
+            (step as f64 - tasks * oracle).abs() <= tasks * oracle * 0.01,
+            "{step} vs {tasks} x {oracle}"
+        );
+    }
+
+    // A metric: each node's and the step's value printed beside the page faults.
+    let metric = srun(
+        &cluster,
+        &[
+            "-N2",
+            "-n2",
+            "--counters=page_faults_per_second",
+            "--counters-field-separator=,",
+            work,
+            "20000",
+            "0",
+            "0",
+        ],
+    );
+    let text = stderr(&metric);
+    let values = text
+        .lines()
+        .filter(|l| l.contains(",page_faults_per_second,"))
+        .count();
+    assert_eq!(values, 3, "{text}");
+    assert_eq!(separated_counts(&text).len(), 3, "{text}");
+
+    let table = srun(
+        &cluster,
+        &[
+            "-N2",
+            "-n3",
+            "--counters=page-faults",
+            work,
+            "20000",
+            "0",
+            "0",
+        ],
+    );
+    let text = stderr(&table);
+    let header = format!("Performance counter stats for '{work} 20000 0 0 (job ");
+    assert_eq!(text.matches(&header).count(), 3, "{text}");
+    assert!(text.contains(", 2 nodes, 3 tasks)':"), "{text}");
+    assert!(!text.contains("counterhal:"), "said something: {text}");
+    std::fs::remove_dir_all(&dir).ok();
 }

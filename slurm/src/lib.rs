@@ -25,6 +25,7 @@ use std::ffi::c_int;
 use std::sync::Mutex;
 
 mod cgroup_v1;
+mod gather;
 mod report;
 mod step;
 mod sys;
@@ -40,12 +41,15 @@ use step::{Request, Step};
 use sys::{Context, Handle, Item};
 
 /// What the plugin holds in one process: the options given, the plugstack.conf arguments,
-/// and in slurmstepd the step counted.
+/// in slurmstepd the step counted, and in srun the port the nodes send their counts to and
+/// what srun knows of its step.
 struct Plugin {
     request: Option<Request>,
     output: Output,
     counterhal: String,
     step: Option<Step>,
+    listening: Option<gather::Listening>,
+    info: Option<gather::StepInfo>,
 }
 
 static PLUGIN: Mutex<Plugin> = Mutex::new(Plugin {
@@ -53,6 +57,8 @@ static PLUGIN: Mutex<Plugin> = Mutex::new(Plugin {
     output: Output::Text,
     counterhal: String::new(),
     step: None,
+    listening: None,
+    info: None,
 });
 
 /// Runs `f` on the plugin's state, a panic in it (a fault of the plugin's) caught and said,
@@ -131,6 +137,40 @@ fn json_given() -> c_int {
     with_plugin(|plugin| plugin.output = Output::Json)
 }
 
+/// `slurm_spank_init_post_opt`: in srun with `--counters`, the port the nodes send their
+/// counts to opened, and named in the step's environment.
+fn init_post_opt() -> c_int {
+    with_plugin(|plugin| {
+        if plugin.request.is_none() || sys::context() != Context::Local {
+            return;
+        }
+        let started = gather::Listening::start().and_then(|(listening, value)| {
+            sys::setenv_here(gather::VARIABLE, &value)?;
+            Ok(listening)
+        });
+        match started {
+            Ok(listening) => plugin.listening = Some(listening),
+            Err(why) => step::say(&format!(
+                "{why}; each node prints its own counts, and none prints their sum"
+            )),
+        }
+    })
+}
+
+/// `slurm_spank_local_user_init`, in srun: the step's job, number, nodes and command line.
+fn local_user_init(spank: Handle) -> c_int {
+    with_plugin(|plugin| {
+        if plugin.listening.is_some() {
+            plugin.info = Some(gather::StepInfo {
+                job: sys::number(spank, Item::JobId).unwrap_or(0),
+                step: sys::number(spank, Item::JobStepId).unwrap_or(0),
+                nodes: sys::number(spank, Item::JobNodes),
+                command_line: sys::argv(spank),
+            });
+        }
+    })
+}
+
 /// `slurm_spank_task_post_fork`, in slurmstepd as root: the task (held before its exec)
 /// placed in its v1 perf_event cgroup where one is mounted, and counted from its exec where
 /// `--counters` was given.
@@ -161,11 +201,26 @@ fn task_exit(spank: Handle) -> c_int {
     })
 }
 
-/// `slurm_spank_exit`: in slurmstepd, the v1 cgroups the plugin made removed.
+/// `slurm_spank_exit`: in slurmstepd, the v1 cgroups the plugin made removed; in srun, the
+/// nodes' counts taken and their sum printed on srun's standard error.
 fn exit() -> c_int {
     with_plugin(|plugin| {
         if let Some(step) = plugin.step.take() {
             step.remove_cgroups();
+        }
+        if let Some(listening) = plugin.listening.take() {
+            let info = plugin.info.take().unwrap_or_default();
+            let reports = listening.finish(&info);
+            let metrics = reports
+                .first()
+                .map(|r| r.metrics.clone())
+                .unwrap_or_default();
+            if let Some(summed) = gather::sum(&info, &reports)
+                && let Err(why) =
+                    report::print(&plugin.counterhal, &plugin.output, &summed, &metrics)
+            {
+                step::say(&format!("the step's counts could not be printed: {why}"));
+            }
         }
     })
 }

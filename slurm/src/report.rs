@@ -64,10 +64,16 @@ pub fn recording(
 }
 
 /// Prints `recording` on standard error (the job's, in slurmstepd) with `counterhal stat
-/// report`, in `output`'s form; or why not. The recording is perf's file (which keeps the
-/// command line the header names, where a pipe stream has none), handed to the command as
-/// its standard input, a file of its own removed at once.
-pub fn print(counterhal: &str, output: &Output, recording: &Recording) -> Result<(), String> {
+/// report`, in `output`'s form, with `metrics` (`stat -M`'s names) computed from its counts;
+/// or why not. The recording is perf's file (which keeps the command line the header names,
+/// where a pipe stream has none), handed to the command as its standard input, a file of its
+/// own removed at once.
+pub fn print(
+    counterhal: &str,
+    output: &Output,
+    recording: &Recording,
+    metrics: &[String],
+) -> Result<(), String> {
     let stderr = std::io::stderr()
         .as_fd()
         .try_clone_to_owned()
@@ -83,6 +89,9 @@ pub fn print(counterhal: &str, output: &Output, recording: &Recording) -> Result
         Output::Json => {
             command.arg("-j");
         }
+    }
+    if !metrics.is_empty() {
+        command.args(["-M", &metrics.join(",")]);
     }
     let status = command
         .args(["report", "-i", "/dev/stdin"])

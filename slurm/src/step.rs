@@ -59,6 +59,8 @@ struct Counting {
     tasks: Vec<(u32, Vec<Option<EventSet<AnyGroup>>>)>,
     /// Each event's counts added over the tasks that ended; None where none counted it.
     sums: Vec<Option<Reading>>,
+    /// The names asked for that are metrics (`stat -M`'s), printed beside the events.
+    metrics: Vec<String>,
     /// Whether an event that could not be opened is still to be said (the events asked
     /// for, once each; perf stat's default events are left to the report's `<not
     /// supported>`).
@@ -80,6 +82,14 @@ pub struct Step {
     /// This node's facts (its mounts, its name, a metric's events), read through one
     /// `System` made when the step begins.
     system: counterhal_system::System,
+    /// Where srun takes the node's counts to sum the step's: its address
+    /// (`SLURM_SRUN_COMM_HOST`) and the step's [`crate::gather::VARIABLE`]; None where srun
+    /// takes none (a batch step, srun without the plugin).
+    srun: Option<(String, String)>,
+    /// The node's name: its host's, short, as slurmd takes it where slurm.conf names it
+    /// alone (`SLURMD_NODENAME` is set in each task's environment at its exec, after the
+    /// callbacks that could read it).
+    node: String,
 }
 
 impl Step {
@@ -98,6 +108,9 @@ impl Step {
             ended: 0,
             counting,
             cgroups: Vec::new(),
+            srun: sys::getenv(spank, "SLURM_SRUN_COMM_HOST")
+                .zip(sys::getenv(spank, crate::gather::VARIABLE)),
+            node: crate::report::node_name(&system),
             system,
         }
     }
@@ -160,25 +173,36 @@ impl Step {
     }
 
     /// Prints the node's counts on the job's standard error with `counterhal`, as its `stat
-    /// report` prints them in `output`'s form.
+    /// report` prints them in `output`'s form, and sends them to srun, which prints the
+    /// step's sum.
     pub fn report(&mut self, counterhal: &str, output: &Output) {
         let Some(counting) = self.counting.take() else {
             return;
         };
         let elapsed_ns = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let node = self.node.clone();
         let title = format!(
-            "{} (job {} step {} on {}, {} task{})",
+            "{} (job {} step {} on {node}, {} task{})",
             self.command_line.join(" "),
             self.job,
             crate::report::step_name(self.step),
-            crate::report::node_name(&self.system),
             self.local_tasks,
             if self.local_tasks == 1 { "" } else { "s" }
         );
         let recording =
             crate::report::recording(title, &counting.events, &counting.sums, elapsed_ns);
-        if let Err(why) = crate::report::print(counterhal, output, &recording) {
+        if let Err(why) = crate::report::print(counterhal, output, &recording, &counting.metrics) {
             say(&format!("the counts could not be printed: {why}"));
+        }
+        if let Some((host, value)) = &self.srun {
+            let step = (self.job, self.step, node.as_str(), self.local_tasks);
+            if let Err(why) = crate::gather::send(host, value, step, &recording, &counting.metrics)
+            {
+                say(&format!(
+                    "the step's sum will lack {node}'s counts: they could not be sent to \
+                     srun ({why})"
+                ));
+            }
         }
         drop(counting.backend);
     }
@@ -229,13 +253,20 @@ impl Counting {
                 .collect(),
         };
         let mut events: Vec<ResolvedEvent> = Vec::new();
+        let mut metrics = Vec::new();
         for name in &names {
             let resolved = match backend.resolve(name) {
                 Ok(event) => Ok(vec![event]),
                 // perf stat's default events that this machine lacks are left out.
                 Err(_) if request.events.is_none() => Ok(Vec::new()),
                 // A metric's events (`stat -M`'s names), where the name is one.
-                Err(e) => metric_events(&backend, name, system).ok_or(e),
+                Err(e) => {
+                    let read = metric_events(&backend, name, system).ok_or(e);
+                    if read.is_ok() {
+                        metrics.push(name.clone());
+                    }
+                    read
+                }
             };
             match resolved {
                 Ok(resolved) => events.extend(
@@ -256,6 +287,7 @@ impl Counting {
             events,
             tasks: Vec::new(),
             sums: vec![None; n],
+            metrics,
             to_say: vec![request.events.is_some(); n],
         })
     }

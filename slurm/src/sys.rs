@@ -35,6 +35,8 @@ pub enum Item {
     JobId = 2,
     /// `S_JOB_STEPID` (uint32_t *).
     JobStepId = 3,
+    /// `S_JOB_NNODES` (uint32_t *): in srun, the step's nodes.
+    JobNodes = 4,
     /// `S_JOB_LOCAL_TASK_COUNT` (uint32_t *).
     LocalTaskCount = 6,
     /// `S_JOB_ARGV` (int *, char ***).
@@ -62,6 +64,7 @@ unsafe extern "C" {
     fn spank_option_register(spank: Handle, option: *mut SpankOption) -> c_int;
     fn spank_get_item(spank: Handle, item: c_int, ...) -> c_int;
     fn spank_context() -> c_int;
+    fn spank_getenv(spank: Handle, var: *const c_char, buf: *mut c_char, len: c_int) -> c_int;
 }
 
 /// The numbers of slurm_errno.h: `ESPANK_SUCCESS`.
@@ -116,6 +119,42 @@ pub fn number(spank: Handle, item: Item) -> Option<u32> {
     // one; `spank` is the calling callback's handle.
     let rc = unsafe { spank_get_item(spank, item as c_int, &mut value as *mut u32) };
     (rc == SUCCESS).then_some(value)
+}
+
+/// The variable `name` of the job's environment (in slurmstepd: `spank_getenv`), or None
+/// where it has none (or one longer than 4 KiB).
+pub fn getenv(spank: Handle, name: &str) -> Option<String> {
+    let name = CString::new(name).ok()?;
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: `name` is a NUL-terminated string and `buf` holds `len` bytes, which Slurm
+    // fills with a NUL-terminated string (strlcpy) where it succeeds.
+    let rc = unsafe {
+        spank_getenv(
+            spank,
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len() as c_int,
+        )
+    };
+    (rc == SUCCESS)
+        .then(|| CStr::from_bytes_until_nul(&buf).ok())
+        .flatten()
+        .map(|value| value.to_string_lossy().into_owned())
+}
+
+/// Sets the variable `name` to `value` in this process's environment (in srun, which passes
+/// its environment to the step: `spank_setenv` works in slurmstepd alone); or why not.
+pub fn setenv_here(name: &str, value: &str) -> Result<(), String> {
+    let (name, value) = CString::new(name)
+        .ok()
+        .zip(CString::new(value).ok())
+        .ok_or("a NUL in the variable")?;
+    // SAFETY: two NUL-terminated strings; srun calls the plugin from its main thread while
+    // it reads its options, before its threads that read the environment start.
+    match unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error().to_string()),
+    }
 }
 
 /// The step's command line (S_JOB_ARGV); empty where Slurm has none.
@@ -229,6 +268,32 @@ pub unsafe extern "C" fn slurm_spank_init(
     crate::init(spank, &arguments)
 }
 
+/// `slurm_spank_init_post_opt`, everywhere, once the options were read.
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn slurm_spank_init_post_opt(
+    _spank: Handle,
+    _argc: c_int,
+    _argv: *const *const c_char,
+) -> c_int {
+    crate::init_post_opt()
+}
+
+/// `slurm_spank_local_user_init`, in srun once the step was made.
+///
+/// # Safety
+/// Called by Slurm with its handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn slurm_spank_local_user_init(
+    spank: Handle,
+    _argc: c_int,
+    _argv: *const *const c_char,
+) -> c_int {
+    crate::local_user_init(spank)
+}
+
 /// `slurm_spank_task_post_fork`, in slurmstepd.
 ///
 /// # Safety
@@ -313,7 +378,7 @@ mod tests {
             &source,
             "#include <stddef.h>\n#include <stdio.h>\n#include <slurm/spank.h>\n\
              int main(void) {\n\
-             printf(\"%d %d %d %d %d %d %d\\n\", S_JOB_UID, S_JOB_ID, S_JOB_STEPID,\n\
+             printf(\"%d %d %d %d %d %d %d %d\\n\", S_JOB_UID, S_JOB_ID, S_JOB_STEPID, S_JOB_NNODES,\n\
              S_JOB_LOCAL_TASK_COUNT, S_JOB_ARGV, S_TASK_ID, S_TASK_PID);\n\
              printf(\"%d %d %d %d\\n\", S_CTX_LOCAL, S_CTX_REMOTE, S_CTX_ALLOCATOR, ESPANK_SUCCESS);\n\
              printf(\"%zu %zu %zu\\n\", sizeof(struct spank_option),\n\
@@ -334,10 +399,11 @@ mod tests {
         let out = std::process::Command::new(&program).output().unwrap();
         let said = String::from_utf8_lossy(&out.stdout).into_owned();
         let ours = format!(
-            "{} {} {} {} {} {} {}\n{} {} {} {}\n{} {} {}\n",
+            "{} {} {} {} {} {} {} {}\n{} {} {} {}\n{} {} {}\n",
             Item::JobUid as i32,
             Item::JobId as i32,
             Item::JobStepId as i32,
+            Item::JobNodes as i32,
             Item::LocalTaskCount as i32,
             Item::JobArgv as i32,
             Item::TaskId as i32,
