@@ -719,3 +719,120 @@ fn a_slurm_job_on_cgroup_v1_is_counted_whole_by_srun_and_serve() {
     drop(cluster);
     drop(v1);
 }
+
+/// Done when: on a hybrid host whose perf_event controller is bound to a cgroup v1
+/// hierarchy, where the perf-event mode can count no cgroup2 cgroup (the kernel takes only a
+/// cgroup of perf_event's hierarchy: ENOENT), the BPF mode (`--cgroup-mode bpf`; `auto`
+/// takes the perf-event mode on the v1 hierarchy there, as the tests above show) counts one,
+/// its program reading each task's cgroup2 cgroup at every context switch: the work's page
+/// faults are counted (its own, and at most 100 more: GNU time's start in the cgroup). (With the program at `cgroup-switches`, which the kernel
+/// raises only where the v1 perf_event cgroups differ, the BPF mode refused to start there.)
+///
+/// Oracle: the work's own page faults as the kernel counts them for it, `ru_minflt` of its
+/// `getrusage` (`/usr/bin/time -f %R`, GNU time).
+#[test]
+fn a_v1_perf_event_hierarchy_leaves_the_bpf_mode_counting() {
+    let _alone = alone();
+    serve_or_skip!();
+    let Ok(unified) = counterhal::cgroups::unified_root() else {
+        skip!(Need::System, "no cgroup2 file system is mounted");
+    };
+    if !Path::new("/usr/bin/time").exists() {
+        skip!(Need::Tools, "no GNU time (apt-get install time)");
+    }
+    let name = format!("counterhal-v1-bpf-{}", std::process::id());
+    let cgroup = unified.join(&name);
+    if let Err(e) = std::fs::create_dir(&cgroup) {
+        skip!(Need::Privilege, "cannot make a cgroup2 cgroup: {e}");
+    }
+    let removed = scopeguard(&cgroup);
+    let pattern = format!("^{name}$");
+    // Whether the BPF mode counts here at all, asked before perf_event is bound to v1.
+    match Served::start(&[
+        "-e",
+        "page-faults",
+        "--cgroups",
+        &pattern,
+        "--cgroup-mode",
+        "bpf",
+    ]) {
+        Ok(bpf) => drop(bpf),
+        Err(said) => skip!(Need::System, "the BPF mode cannot count here: {said}"),
+    }
+    let v1 = v1_or_skip!();
+    let bpf = Served::start(&[
+        "-e",
+        "page-faults",
+        "--cgroups",
+        &pattern,
+        "--cgroup-mode",
+        "bpf",
+    ])
+    .expect("serve in the BPF mode beside the v1 hierarchy");
+    let before = bpf.scrape();
+    let mut work = Command::new("sh")
+        .args([
+            "-c",
+            "read _; exec /usr/bin/time -f %R dd if=/dev/zero of=/dev/null bs=4M count=100 \
+             status=none",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the work");
+    // Moved while it waits in `read`, past its own start.
+    let pid = work.id();
+    assert!(
+        waited_for(|| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| Some(s[s.rfind(')')? + 2..].starts_with('S')))
+                .unwrap_or(false)
+        }),
+        "the work's shell never waited"
+    );
+    std::fs::write(cgroup.join("cgroup.procs"), pid.to_string()).expect("the work placed");
+    {
+        use std::io::Write;
+        let _ = work.stdin.take().expect("its input").write_all(b"go\n");
+    }
+    let done = work.wait_with_output().expect("the work ends");
+    let after = bpf.scrape();
+    drop(bpf);
+    drop(v1);
+    let own: f64 = stderr(&done).trim().parse().expect("GNU time's %R");
+    let mode = after
+        .lines()
+        .find(|l| l.starts_with("counterhal_cgroup_mode{"))
+        .unwrap_or_default();
+    assert!(mode.contains("mode=\"bpf\""), "{after}");
+    let faults = |body: &str| {
+        page_faults(body, &format!("cgroup=\"/{name}\""))
+            .first()
+            .map_or(0.0, |(_, value)| *value)
+    };
+    let counted = faults(&after) - faults(&before);
+    eprintln!("BPF mode beside a v1 perf_event hierarchy: {counted} counted, the work's {own}");
+    assert!(
+        counted >= own && counted < own + 100.0,
+        "{name}: {counted} page faults counted, the work made {own}"
+    );
+    drop(removed);
+}
+
+/// Removes the cgroup2 cgroup `dir` when dropped (its tasks ended).
+fn scopeguard(dir: &Path) -> impl Drop + use<> {
+    struct Removed(PathBuf);
+    impl Drop for Removed {
+        fn drop(&mut self) {
+            for _ in 0..50 {
+                if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    Removed(dir.to_path_buf())
+}
