@@ -37,7 +37,11 @@ const MAGIC: &str = "counterhal-slurm 1";
 
 /// The most bytes a node's report may hold (its line and its records: a few KiB for perf
 /// stat's events; a long event list stays far below).
-const MOST_BYTES: u64 = 1 << 20;
+const MOST_BYTES: u64 = 256 << 10;
+
+/// The most bytes a report's first line may take: a sender whose first line is not the
+/// step's, token included, is cut off within them.
+const LINE_BYTES: usize = 512;
 
 /// How long a node may take to connect and send, and srun to read one report.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -169,17 +173,23 @@ fn accept(listener: &TcpListener, token: &str, received: &Mutex<Vec<Report>>, st
     let mut open: Vec<Incoming> = Vec::new();
     loop {
         let stopping = stop.load(Ordering::Relaxed);
-        while let Ok((stream, from)) = listener.accept() {
-            if open.len() < MOST_OPEN && stream.set_nonblocking(true).is_ok() {
-                open.push(Incoming {
+        // Past MOST_OPEN, the kernel's queue holds the next until one is done.
+        while open.len() < MOST_OPEN {
+            let Ok((stream, from)) = listener.accept() else {
+                break;
+            };
+            match stream.set_nonblocking(true) {
+                Ok(()) => open.push(Incoming {
                     stream,
                     from,
                     bytes: Vec::new(),
+                    vouched: false,
                     deadline: Instant::now() + IO_TIMEOUT,
-                });
+                }),
+                Err(e) => say(&format!("a report from {from} is left out: {e}")),
             }
         }
-        open.retain_mut(|incoming| match incoming.read() {
+        open.retain_mut(|incoming| match incoming.read(token) {
             None => true,
             Some(Ok(())) => {
                 match read_report(&incoming.bytes, token) {
@@ -210,21 +220,26 @@ fn accept(listener: &TcpListener, token: &str, received: &Mutex<Vec<Report>>, st
     }
 }
 
-/// The most connections read at once (a step's nodes send one each, at their ends).
-const MOST_OPEN: usize = 4096;
+/// The most connections read at once (a step's nodes send one each, at their ends; the
+/// others wait in the kernel's queue): with [`MOST_BYTES`] each, 256 MiB at most, and only
+/// from senders that hold the step's token.
+const MOST_OPEN: usize = 1024;
 
-/// A connection being read: what it sent so far, and until when it may send.
+/// A connection being read: what it sent so far, whether its first line was the step's,
+/// and until when it may send.
 struct Incoming {
     stream: TcpStream,
     from: std::net::SocketAddr,
     bytes: Vec<u8>,
+    vouched: bool,
     deadline: Instant,
 }
 
 impl Incoming {
-    /// Reads what has arrived: `Some(Ok)` where the sender closed, `Some(Err)` past
-    /// [`MOST_BYTES`], past its deadline or on an error, `None` while it may send more.
-    fn read(&mut self) -> Option<Result<(), String>> {
+    /// Reads what has arrived: `Some(Ok)` where the sender closed, `Some(Err)` where its
+    /// first line is not the step's (with `token`), past [`MOST_BYTES`], past its deadline or
+    /// on an error, `None` while it may send more.
+    fn read(&mut self, token: &str) -> Option<Result<(), String>> {
         let mut chunk = [0u8; 16384];
         loop {
             match self.stream.read(&mut chunk) {
@@ -232,7 +247,19 @@ impl Incoming {
                 Ok(n) if (self.bytes.len() + n) as u64 > MOST_BYTES => {
                     return Some(Err(format!("it holds more than {MOST_BYTES} bytes")));
                 }
-                Ok(n) => self.bytes.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    self.bytes.extend_from_slice(&chunk[..n]);
+                    if !self.vouched {
+                        match first_line(&self.bytes) {
+                            Some(Ok(line)) => match vouch(line, token) {
+                                Ok(()) => self.vouched = true,
+                                Err(why) => return Some(Err(why)),
+                            },
+                            Some(Err(why)) => return Some(Err(why)),
+                            None => {}
+                        }
+                    }
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     return (Instant::now() > self.deadline)
@@ -244,32 +271,45 @@ impl Incoming {
     }
 }
 
+/// What a first line that is not a report's is said to be.
+fn not_a_report() -> String {
+    format!("its first line is not `{MAGIC} TOKEN JOB STEP NODE TASKS METRICS`")
+}
+
+/// The first line of `bytes` (without its newline) once it is whole, `Err` where none ends
+/// within [`LINE_BYTES`], `None` while it may still come.
+fn first_line(bytes: &[u8]) -> Option<Result<&[u8], String>> {
+    match bytes.iter().take(LINE_BYTES).position(|&b| b == b'\n') {
+        Some(end) => Some(Ok(&bytes[..end])),
+        None if bytes.len() >= LINE_BYTES => Some(Err(not_a_report())),
+        None => None,
+    }
+}
+
+/// Whether a report's first `line` begins as the step's do: the magic, then `token`.
+fn vouch(line: &[u8], token: &str) -> Result<(), String> {
+    let line = String::from_utf8_lossy(line);
+    let rest = line
+        .strip_prefix(MAGIC)
+        .and_then(|rest| rest.strip_prefix(' '))
+        .ok_or_else(not_a_report)?;
+    match rest.split(' ').next() == Some(token) {
+        true => Ok(()),
+        false => Err("its token is not this step's".to_string()),
+    }
+}
+
 /// One node's report, as `bytes` hold it: its line, whose token must be `token`, then its
 /// records; or what was wrong with it.
 fn read_report(bytes: &[u8], token: &str) -> Result<Report, String> {
-    let (line, records) = bytes
-        .iter()
-        .position(|&b| b == b'\n')
-        .filter(|&end| end < 512)
-        .map(|end| (&bytes[..end], &bytes[end + 1..]))
-        .ok_or_else(|| {
-            format!("its first line is not `{MAGIC} TOKEN JOB STEP NODE TASKS METRICS`")
-        })?;
+    let line = first_line(bytes).unwrap_or_else(|| Err(not_a_report()))?;
+    vouch(line, token)?;
+    let records = &bytes[line.len() + 1..];
     let line = String::from_utf8_lossy(line);
     let fields: Vec<&str> = line.split(' ').collect();
-    let [m0, m1, given, job, step, node, tasks, metrics] = fields.as_slice() else {
-        return Err(format!(
-            "its first line is not `{MAGIC} TOKEN JOB STEP NODE TASKS METRICS`"
-        ));
+    let [_, _, _, job, step, node, tasks, metrics] = fields.as_slice() else {
+        return Err(not_a_report());
     };
-    if format!("{m0} {m1}") != MAGIC {
-        return Err(format!(
-            "its first line is not `{MAGIC} TOKEN JOB STEP NODE TASKS METRICS`"
-        ));
-    }
-    if *given != token {
-        return Err("its token is not this step's".to_string());
-    }
     let number = |what: &str, text: &str| {
         text.parse::<u32>()
             .map_err(|_| format!("its {what} `{text}` is no number"))

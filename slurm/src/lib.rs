@@ -209,7 +209,11 @@ fn exit() -> c_int {
             step.remove_cgroups();
         }
         if let Some(listening) = plugin.listening.take() {
-            let info = plugin.info.take().unwrap_or_default();
+            // No step was made (its allocation or launch failed): no node will send.
+            let info = plugin.info.take().unwrap_or(gather::StepInfo {
+                nodes: Some(0),
+                ..gather::StepInfo::default()
+            });
             let reports = listening.finish(&info);
             let metrics = reports
                 .first()
