@@ -1842,3 +1842,33 @@ fn the_command_line_has_one_parser() {
     let serve = dependencies(&root().join("serve/Cargo.toml"));
     assert!(!serve.contains_key("clap"), "serve depends on clap");
 }
+
+/// Done when: serve makes its one `System` where it starts (`run`, in lib.rs) and hands it
+/// down (the exporter, the budget, the hierarchies, the journal): no other file of
+/// serve/src makes one outside its tests, so a `--sysfs`-like root given there reaches every
+/// reader. (Issue 83's rule, which the other crates are still to meet.)
+///
+/// Oracle: serve/src's own text, read by this test (test modules and `*_tests.rs` files left
+/// out).
+#[test]
+fn serve_makes_its_system_once_where_it_starts() {
+    let src = root().join("serve/src");
+    let mut made = Vec::new();
+    for file in rust_files(&src) {
+        if file.to_string_lossy().ends_with("_tests.rs") {
+            continue;
+        }
+        let mut text = without_test_items(&std::fs::read_to_string(&file).unwrap());
+        // Linux's test modules (`#[cfg(all(test, target_os = "linux"))]`), at the end.
+        if let Some(at) = text.find("#[cfg(all(test") {
+            text.truncate(at);
+        }
+        for (number, line) in code_lines(&text) {
+            if line.contains("system::host()") {
+                made.push(format!("{}:{number}", relative(&file)));
+            }
+        }
+    }
+    assert_eq!(made.len(), 1, "serve makes a System at {made:?}");
+    assert!(made[0].starts_with("serve/src/lib.rs:"), "{made:?}");
+}

@@ -28,9 +28,14 @@ pub struct Budget {
 
 impl Budget {
     /// The budget of a process that raised its limit to `limit` and serves at most
-    /// `max_connections` at once: what is open now is the baseline.
-    pub fn new(limit: libc::rlim_t, max_connections: usize) -> Budget {
-        let baseline = counterhal_system::System::host()
+    /// `max_connections` at once: what is open now (as `system` lists this process's
+    /// descriptors) is the baseline.
+    pub fn new(
+        system: &counterhal_system::System,
+        limit: libc::rlim_t,
+        max_connections: usize,
+    ) -> Budget {
+        let baseline = system
             .descriptor_directory()
             .and_then(|descriptors| descriptors.count())
             .unwrap_or(3);

@@ -249,8 +249,10 @@ pub fn counted(online: &CpuList, only: Option<&CpuList>) -> CpuList {
 
 impl Exporter {
     /// An exporter of `plan`'s events, following `watch`'s cgroups with `cgroups`, its
-    /// counters within `budget`; no place is open until [`follow`](Exporter::follow).
+    /// counters within `budget`, reading the machine through `system` (its cgroups, CPUs and
+    /// topology); no place is open until [`follow`](Exporter::follow).
     pub fn new(
+        system: counterhal_system::System,
         backend: Chosen,
         plan: Plan,
         watch: Watch,
@@ -274,7 +276,7 @@ impl Exporter {
             slurm: Slurmstepd::default(),
             kubelet_logs: None,
             cgroups,
-            system: counterhal_system::System::host(),
+            system,
             cpus: None,
             topologies: HashMap::new(),
             settled: None,
@@ -981,8 +983,15 @@ mod tests {
             Err(e) => skip!(Need::System, "no cgroup counting here: {e}"),
         };
         let watch = Watch::new(&[format!("^{}$", cgroup.name)], None, 8).unwrap();
-        let budget = Budget::new(65_536, 4);
-        let mut exporter = Exporter::new(backend, plan, watch, budget, Some(cgroups));
+        let budget = Budget::new(&counterhal_system::System::host(), 65_536, 4);
+        let mut exporter = Exporter::new(
+            counterhal_system::System::host(),
+            backend,
+            plan,
+            watch,
+            budget,
+            Some(cgroups),
+        );
         let health = Health::new("linux", &counterhal_system::System::host());
         let cpus_of = |exporter: &Exporter| {
             let mut cpus: Vec<u32> = exporter
@@ -1064,8 +1073,14 @@ mod tests {
             Err(e) => skip!(Need::System, "no cgroup counting here: {e}"),
         };
         let watch = Watch::new(&[format!("^{}$", cgroup.name)], None, 8).unwrap();
-        let mut exporter =
-            Exporter::new(backend, plan, watch, Budget::new(65_536, 4), Some(cgroups));
+        let mut exporter = Exporter::new(
+            counterhal_system::System::host(),
+            backend,
+            plan,
+            watch,
+            Budget::new(&counterhal_system::System::host(), 65_536, 4),
+            Some(cgroups),
+        );
         let health = Health::new("linux", &counterhal_system::System::host());
         let gone: Arc<str> = Arc::from(format!("/{}-gone", cgroup.name).as_str());
         assert_eq!(

@@ -424,8 +424,9 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
     // Before the budget's baseline: the BPF mode's counters are held whatever the cgroups.
     let hierarchies = hierarchy::Hierarchies::of(&system);
     let (cgroups, watch) = cgroup_counter(&args, (&backend, &plan), watch, &hierarchies)?;
-    let budget = budget::Budget::new(limit, args.max_connections as usize);
-    let mut exporter = counting::Exporter::new(backend, plan, watch, budget, cgroups);
+    let budget = budget::Budget::new(&system, limit, args.max_connections as usize);
+    let records = journal(&args, &metrics, &system)?;
+    let mut exporter = counting::Exporter::new(system, backend, plan, watch, budget, cgroups);
     exporter.per_cpu = args.per_cpu;
     exporter.departed_for = args.departed_for;
     exporter.departed_most = args.departed_max;
@@ -435,9 +436,8 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
         _ => counting::Aggregate::Cpu,
     };
     exporter.times = args.times;
-    exporter.records = journal(&args, &metrics, &system)?;
+    exporter.records = records;
     exporter.cpus = args.cpus.clone();
-    exporter.system = system;
     exporter.kubelet = labels::kubernetes::Kubelet::new(&args.kubelet_cgroup_root)
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
     exporter.slurm = labels::slurm::Slurmstepd::new(&args.slurm_cgroup_slice)

@@ -265,8 +265,15 @@ mod tests {
             );
         }
         let watch = discovery::Watch::new(&[], None, 8).unwrap();
-        let budget = budget::Budget::new(65_536, 4);
-        let mut exporter = Exporter::new(backend, plan, watch, budget, None);
+        let budget = budget::Budget::new(&counterhal_system::System::host(), 65_536, 4);
+        let mut exporter = Exporter::new(
+            counterhal_system::System::host(),
+            backend,
+            plan,
+            watch,
+            budget,
+            None,
+        );
         let columns: Vec<usize> = (0..events.len()).collect();
         for pod in 0..PODS {
             let uid = format!("{pod:08x}_0000_4000_8000_{pod:012x}");
@@ -350,9 +357,8 @@ mod tests {
                 skip!(Need::Privilege, "cpu-clock does not open on every CPU here");
             }
             let watch = discovery::Watch::new(&[], None, 8).unwrap();
-            let budget = budget::Budget::new(65_536, 4);
-            let mut exporter = Exporter::new(backend, plan, watch, budget, None);
-            exporter.system = system;
+            let budget = budget::Budget::new(&host, 65_536, 4);
+            let mut exporter = Exporter::new(system, backend, plan, watch, budget, None);
             exporter.times = crate::events::TimesArg::Always;
             let health = Health::new("linux", &host);
             exporter.follow_on(&"0-1".parse::<counterhal::CpuList>().unwrap(), &health);
@@ -444,8 +450,14 @@ mod tests {
             );
         }
         let watch = discovery::Watch::new(&[], None, 8).unwrap();
-        let mut exporter =
-            Exporter::new(backend, plan, watch, budget::Budget::new(65_536, 4), None);
+        let mut exporter = Exporter::new(
+            counterhal_system::System::host(),
+            backend,
+            plan,
+            watch,
+            budget::Budget::new(&counterhal_system::System::host(), 65_536, 4),
+            None,
+        );
         exporter.times = crate::events::TimesArg::Always;
         let (counted, idle): (Arc<str>, Arc<str>) = (Arc::from("/job"), Arc::from("/idle"));
         for cpu in 0..2 {

@@ -22,10 +22,17 @@ fn a_place_left_out_is_tried_again_though_nothing_changed() {
         &["page-faults".to_string()],
     )
     .unwrap();
-    let mut budget = Budget::new(65_536, 4);
+    let mut budget = Budget::new(&counterhal_system::System::host(), 65_536, 4);
     budget.limit = budget.reserved() + budget.baseline;
     let watch = Watch::new(&[], None, 0).unwrap();
-    let mut exporter = Exporter::new(backend, plan, watch, budget, None);
+    let mut exporter = Exporter::new(
+        counterhal_system::System::host(),
+        backend,
+        plan,
+        watch,
+        budget,
+        None,
+    );
     let health = Health::new("linux", &counterhal_system::System::host());
     let cpu_0: CpuList = "0".parse().unwrap();
     exporter.follow_on(&cpu_0, &health);
