@@ -44,13 +44,19 @@ use crate::stat::arguments::{StatArgs, USAGE};
 /// # Errors
 /// A process, thread or CPU that does not exist, or a bad list (exit 2).
 pub fn targets(args: &StatArgs) -> Result<Targets, CliError> {
+    let system = args.sysfs.system();
     let targets = match &args.more.tid {
-        Some(tids) => Targets::threads(tids),
-        None => Targets::from_options(args.pid.as_deref(), args.all_cpus, args.cpu_list.as_deref()),
+        Some(tids) => Targets::threads(&system, tids),
+        None => Targets::from_options(
+            &system,
+            args.pid.as_deref(),
+            args.all_cpus,
+            args.cpu_list.as_deref(),
+        ),
     }
     .and_then(|targets| {
         if args.more.no_inherit {
-            targets.without_children()
+            targets.without_children(&system)
         } else {
             Ok(targets)
         }

@@ -27,24 +27,26 @@ pub enum Targets {
 
 impl Targets {
     /// What `-p PID`, `-a` and `-C LIST` ask for (clap lets `-p` through alone; `-C` wins
-    /// over `-a`), with a CPU list checked against the CPUs online here.
+    /// over `-a`), with a CPU list checked against the CPUs online here and the processes
+    /// against `system`'s.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): process id 0, a CPU
     /// list that does not parse or is empty, or one naming CPUs that are not online.
     pub fn from_options(
+        system: &System,
         pid: Option<&str>,
         all_cpus: bool,
         cpu_list: Option<&str>,
     ) -> Result<Targets, Error> {
         if let Some(list) = pid {
-            return processes(list);
+            return processes(system, list);
         }
         // -C's CPUs, with or without -a (perf's `-a -C 0` counts CPU 0).
         match (cpu_list, all_cpus) {
             (Some(text), _) => {
                 let cpus = parse_cpu_list(text)?;
-                check_online(&cpus, &online_cpus())?;
+                check_online(system, &cpus, &online_cpus())?;
                 Ok(Targets::Attach(Attach::Cpus(cpus)))
             }
             (None, true) => Ok(Targets::Attach(Attach::AllCpus)),
@@ -54,13 +56,13 @@ impl Targets {
 }
 
 impl Targets {
-    /// `-t TID[,TID]`: running threads (where `/proc` tells), never 0; one thread is
-    /// [`Attach::Thread`], several [`Attach::Threads`].
+    /// `-t TID[,TID]`: running threads (where `system`'s `/proc` tells), never 0; one thread
+    /// is [`Attach::Thread`], several [`Attach::Threads`].
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): a list that does not
     /// parse, thread id 0, or a thread not running here.
-    pub fn threads(list: &str) -> Result<Targets, Error> {
+    pub fn threads(system: &System, list: &str) -> Result<Targets, Error> {
         let hint =
             "give ids of running threads, e.g. -t 1234 or -t 1234,1240 (`ls /proc/PID/task`)";
         let mut tids = Vec::new();
@@ -71,7 +73,7 @@ impl Targets {
             if tid == 0 {
                 return Err(Error::invalid_input("thread id 0 is not a thread").with_hint(hint));
             }
-            if System::host().process_exists(tid) == Some(false) {
+            if system.process_exists(tid) == Some(false) {
                 return Err(
                     Error::invalid_input(format!("no thread {tid} is running here"))
                         .with_hint(hint),
@@ -90,16 +92,20 @@ impl Targets {
 
 impl Targets {
     /// `-i`: a process counted without the children its threads create from now on: its
-    /// threads as they are now (from `/proc/PID/task`), each alone; a command, its own
-    /// process alone from its exec; other targets as they are.
+    /// threads as they are now (from `system`'s `/proc/PID/task`), each alone; a command,
+    /// its own process alone from its exec; other targets as they are.
     ///
     /// # Errors
     /// None today; the result leaves room for targets `-i` cannot apply to.
-    pub fn without_children(self) -> Result<Targets, Error> {
+    pub fn without_children(self, system: &System) -> Result<Targets, Error> {
         match self {
             Targets::Command => Ok(Targets::CommandAlone),
-            Targets::Attach(Attach::Process(pid)) => Ok(Targets::Attach(threads_of(&[pid]))),
-            Targets::Attach(Attach::Processes(pids)) => Ok(Targets::Attach(threads_of(&pids))),
+            Targets::Attach(Attach::Process(pid)) => {
+                Ok(Targets::Attach(threads_of(system, &[pid])))
+            }
+            Targets::Attach(Attach::Processes(pids)) => {
+                Ok(Targets::Attach(threads_of(system, &pids)))
+            }
             other => Ok(other),
         }
     }
@@ -107,10 +113,10 @@ impl Targets {
 
 /// The threads of `pids` as they are now (from `/proc/PID/task`), each alone; a process
 /// without a task directory as one thread.
-fn threads_of(pids: &[u32]) -> Attach {
+fn threads_of(system: &System, pids: &[u32]) -> Attach {
     let mut tids: Vec<u32> = Vec::new();
     for &pid in pids {
-        let mut own: Vec<u32> = System::host().threads(pid).unwrap_or_default();
+        let mut own: Vec<u32> = system.threads(pid).unwrap_or_default();
         if own.is_empty() {
             own.push(pid);
         }
@@ -125,7 +131,7 @@ fn threads_of(pids: &[u32]) -> Attach {
 
 /// `-p PID[,PID]`: running processes (where `/proc` tells), never 0; one is
 /// [`Attach::Process`], several [`Attach::Processes`] (each named once).
-fn processes(list: &str) -> Result<Targets, Error> {
+fn processes(system: &System, list: &str) -> Result<Targets, Error> {
     let hint = "give ids of running processes, e.g. -p $(pidof NAME) or -p 1234,1240";
     let mut pids: Vec<u32> = Vec::new();
     for item in list.split(',').map(str::trim) {
@@ -139,10 +145,9 @@ fn processes(list: &str) -> Result<Targets, Error> {
             pids.push(pid);
         }
     }
-    let procfs = System::host();
     if let Some(gone) = pids
         .iter()
-        .find(|&&pid| procfs.process_exists(pid) == Some(false))
+        .find(|&&pid| system.process_exists(pid) == Some(false))
     {
         return Err(
             Error::invalid_input(format!("no process {gone} is running here")).with_hint(hint),
@@ -169,7 +174,7 @@ fn parse_cpu_list(text: &str) -> Result<CpuList, Error> {
 
 /// Refuses a list naming CPUs that are not `online`, naming them and the online ones, after
 /// perf's words for it ("No supported events found.", perf 7.2's stat.sh greps them).
-fn check_online(cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
+fn check_online(system: &System, cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
     let missing = cpus.difference(online);
     if missing.is_empty() {
         return Ok(());
@@ -185,7 +190,7 @@ fn check_online(cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
     ))
     .with_hint(format!(
         "name CPUs listed in {}, e.g. -C {online}",
-        System::host().online_cpus_path().display()
+        system.online_cpus_path().display()
     )))
 }
 
@@ -193,10 +198,19 @@ fn check_online(cpus: &CpuList, online: &CpuList) -> Result<(), Error> {
 /// PMUs) and whether CPUs are counted (`-a`, `-C`), what perf's `#target_cpu` and
 /// `#core_wide` tell them; threads where `-t`, `-p` or a command is counted.
 pub fn metrics_facts(args: &StatArgs) -> Machine {
-    let facts = Machine::new(args.sysfs.system());
+    let system = args.sysfs.system();
     let targets = match &args.more.tid {
-        Some(_) => return facts,
-        None => Targets::from_options(args.pid.as_deref(), args.all_cpus, args.cpu_list.as_deref()),
+        Some(_) => None,
+        None => Some(Targets::from_options(
+            &system,
+            args.pid.as_deref(),
+            args.all_cpus,
+            args.cpu_list.as_deref(),
+        )),
+    };
+    let facts = Machine::new(system);
+    let Some(targets) = targets else {
+        return facts;
     };
     match targets {
         Ok(Targets::Attach(Attach::AllCpus)) => facts.counting_cpus(None),
@@ -252,7 +266,7 @@ mod tests {
     fn a_huge_list_is_refused_without_being_expanded() {
         let huge = parse_cpu_list("0-4294967295").unwrap();
         assert_eq!(huge.len(), 1 << 32);
-        let e = check_online(&huge, &list("0-1")).unwrap_err();
+        let e = check_online(&System::host(), &huge, &list("0-1")).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
         assert_eq!(
             e.message(),
@@ -265,14 +279,14 @@ mod tests {
     #[test]
     fn online_cpus_pass_and_missing_ones_are_named() {
         let online = list("0-3,8");
-        assert!(check_online(&list("0,2-3,8"), &online).is_ok());
-        let one = check_online(&list("1,4"), &online).unwrap_err();
+        assert!(check_online(&System::host(), &list("0,2-3,8"), &online).is_ok());
+        let one = check_online(&System::host(), &list("1,4"), &online).unwrap_err();
         assert!(
             one.message()
                 .starts_with("No supported events found: CPU 4 of -C 1,4 is not online"),
             "{one}"
         );
-        let several = check_online(&list("2-9"), &online).unwrap_err();
+        let several = check_online(&System::host(), &list("2-9"), &online).unwrap_err();
         assert!(several.message().contains(": CPUs 4-7,9 "), "{several}");
         assert!(several.message().ends_with("(online: 0-3,8)"), "{several}");
     }
@@ -280,38 +294,40 @@ mod tests {
     #[test]
     fn options_choose_the_targets() {
         assert_eq!(
-            Targets::from_options(None, false, None).unwrap(),
+            Targets::from_options(&System::host(), None, false, None).unwrap(),
             Targets::Command
         );
         let me = std::process::id();
         let mine = me.to_string();
         assert_eq!(
-            Targets::from_options(Some(&mine), false, None).unwrap(),
+            Targets::from_options(&System::host(), Some(&mine), false, None).unwrap(),
             Targets::Attach(Attach::Process(me))
         );
         // perf's -p PID,PID: every process named, once each.
         assert_eq!(
-            Targets::from_options(Some(&format!("{me},1,{me}")), false, None).unwrap(),
+            Targets::from_options(&System::host(), Some(&format!("{me},1,{me}")), false, None)
+                .unwrap(),
             Targets::Attach(Attach::Processes(vec![me, 1]))
         );
-        let word = Targets::from_options(Some("12,x"), false, None).unwrap_err();
+        let word = Targets::from_options(&System::host(), Some("12,x"), false, None).unwrap_err();
         assert_eq!(word.message(), "`x` in -p is not a process id");
         // No process has id u32::MAX (pid_max is at most 2^22): named, with a hint for users.
-        let gone = Targets::from_options(Some("4294967295"), false, None).unwrap_err();
+        let gone =
+            Targets::from_options(&System::host(), Some("4294967295"), false, None).unwrap_err();
         assert_eq!(gone.message(), "no process 4294967295 is running here");
         assert!(!gone.to_string().contains("Target::"), "{gone}");
         assert_eq!(
-            Targets::from_options(None, true, None).unwrap(),
+            Targets::from_options(&System::host(), None, true, None).unwrap(),
             Targets::Attach(Attach::AllCpus)
         );
         // perf's `-a -C 0` (stat.sh's `-C <cpu>` test): CPU 0.
         assert!(matches!(
-            Targets::from_options(None, true, Some("0")).unwrap(),
+            Targets::from_options(&System::host(), None, true, Some("0")).unwrap(),
             Targets::Attach(Attach::Cpus(cpus)) if cpus.iter().collect::<Vec<u32>>() == [0]
         ));
-        let zero = Targets::from_options(Some("0"), false, None).unwrap_err();
+        let zero = Targets::from_options(&System::host(), Some("0"), false, None).unwrap_err();
         assert!(zero.hint().unwrap().contains("-p $(pidof NAME)"), "{zero}");
-        let bad = Targets::from_options(None, false, Some("3-1")).unwrap_err();
+        let bad = Targets::from_options(&System::host(), None, false, Some("3-1")).unwrap_err();
         assert!(bad.message().contains("runs backwards"), "{bad}");
     }
 
@@ -319,15 +335,15 @@ mod tests {
     fn thread_lists_are_checked_and_kept_once() {
         let me = std::process::id();
         assert_eq!(
-            Targets::threads(&me.to_string()).unwrap(),
+            Targets::threads(&System::host(), &me.to_string()).unwrap(),
             Targets::Attach(Attach::Thread(me))
         );
         assert_eq!(
-            Targets::threads(&format!("{me}, {me},1")).unwrap(),
+            Targets::threads(&System::host(), &format!("{me}, {me},1")).unwrap(),
             Targets::Attach(Attach::Threads(vec![me, 1]))
         );
         for bad in ["0", "x", "", "4294967295"] {
-            assert!(Targets::threads(bad).is_err(), "{bad}");
+            assert!(Targets::threads(&System::host(), bad).is_err(), "{bad}");
         }
     }
 
@@ -335,7 +351,7 @@ mod tests {
     fn no_inherit_counts_a_process_s_threads_alone() {
         let me = std::process::id();
         let alone = Targets::Attach(Attach::Process(me))
-            .without_children()
+            .without_children(&System::host())
             .unwrap();
         let Targets::Attach(attach) = alone else {
             panic!("{alone:?}");
@@ -354,11 +370,13 @@ mod tests {
             .collect();
         assert!(tids.contains(&me), "{tids:?}");
         assert_eq!(
-            Targets::Command.without_children().unwrap(),
+            Targets::Command.without_children(&System::host()).unwrap(),
             Targets::CommandAlone
         );
         assert_eq!(
-            Targets::Attach(Attach::AllCpus).without_children().unwrap(),
+            Targets::Attach(Attach::AllCpus)
+                .without_children(&System::host())
+                .unwrap(),
             Targets::Attach(Attach::AllCpus)
         );
     }
