@@ -27,7 +27,7 @@ use counterhal::Reading;
 use crate::recording::Recording;
 use crate::recording::read::read_bytes;
 use crate::recording::write::encode_pipe;
-use crate::step::say;
+use crate::report::say;
 
 /// The variable of the step's environment that names srun's port and token (`PORT TOKEN`).
 pub const VARIABLE: &str = "SLURM_SPANK_COUNTERHAL_COUNTS";

@@ -69,7 +69,7 @@ fn with_plugin(f: impl FnOnce(&mut Plugin)) -> c_int {
             let mut plugin = PLUGIN.lock().unwrap_or_else(|e| e.into_inner());
             f(&mut plugin);
         },
-        || step::say("the plugin failed inside; the job runs uncounted"),
+        || report::say("the plugin failed inside; the job runs uncounted"),
     );
     sys::SUCCESS
 }
@@ -86,7 +86,7 @@ fn init(spank: Handle, arguments: &[String]) -> c_int {
         for argument in arguments {
             match argument.split_once('=') {
                 Some(("counterhal", path)) => plugin.counterhal = path.to_string(),
-                _ => step::say(&format!(
+                _ => report::say(&format!(
                     "plugstack.conf: unknown argument `{argument}`; the one argument is \
                      counterhal=PATH, the command that prints the counts"
                 )),
@@ -116,7 +116,7 @@ fn init(spank: Handle, arguments: &[String]) -> c_int {
         for (name, arginfo, usage, callback) in options {
             let rc = sys::register_option(spank, name, arginfo, usage, callback);
             if rc != sys::SUCCESS && sys::context() != Context::Other {
-                step::say(&format!("could not register --{name} (SPANK error {rc})"));
+                report::say(&format!("could not register --{name} (SPANK error {rc})"));
             }
         }
     })
@@ -150,7 +150,7 @@ fn init_post_opt() -> c_int {
         });
         match started {
             Ok(listening) => plugin.listening = Some(listening),
-            Err(why) => step::say(&format!(
+            Err(why) => report::say(&format!(
                 "{why}; each node prints its own counts, and none prints their sum"
             )),
         }
@@ -223,7 +223,7 @@ fn exit() -> c_int {
                 && let Err(why) =
                     report::print(&plugin.counterhal, &plugin.output, &summed, &metrics)
             {
-                step::say(&format!("the step's counts could not be printed: {why}"));
+                report::say(&format!("the step's counts could not be printed: {why}"));
             }
         }
     })

@@ -125,6 +125,12 @@ fn recorded(recording: &Recording) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// Says `message` on standard error, which in slurmstepd is the job's (task 0's, where
+/// slurmstepd pointed its own) and in srun the user's terminal.
+pub fn say(message: &str) {
+    let _ = writeln!(std::io::stderr(), "counterhal: {message}");
+}
+
 /// A step's name as Slurm prints it (src/common/log.c, `log_build_step_id_str`): its number,
 /// or `batch`, `extern`, `interactive`.
 pub fn step_name(step: u32) -> String {

@@ -1,21 +1,14 @@
 //! One step on one node, as slurmstepd runs it: its tasks, the counters opened on each from
 //! its exec, their counts added up as the tasks end.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use counterhal::{AnyGroup, Chosen, Reading};
 use counterhal_hal::{BackendTarget, EventSet, Group, OpenOptions, ResolvedEvent};
 
-use crate::report::Output;
+use crate::report::{Output, say};
 use crate::sys::{self, Handle, Item};
-
-/// Says `message` on standard error, which in slurmstepd is the job's (task 0's, where
-/// slurmstepd pointed its own) and in srun the user's terminal.
-pub fn say(message: &str) {
-    let _ = writeln!(std::io::stderr(), "counterhal: {message}");
-}
 
 /// What `--counters` asked for: the events, or perf stat's default ones.
 #[derive(Clone, Debug)]
