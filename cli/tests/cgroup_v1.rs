@@ -606,8 +606,9 @@ fn a_slurm_task_in_the_v1_layout_is_labelled_with_its_job_step_and_task() {
 /// job_J/step_0`), which is gone after the step; `srun --counters=page-faults WORK` prints
 /// the page faults of a work that touches 50000 pages at the step's end, and `counterhal
 /// serve --cgroup-mode perf-events` exports the job's cgroup (labelled `slurm_job_id`, with
-/// no step) counted whole, scraped after the job ended: both within 1% of the work's own
-/// count.
+/// no step) counted whole, scraped after the job ended, and writes the job's record when the
+/// plugin removes its cgroups (`--records`), which `counterhal jobs --slurm-job J` prints:
+/// all three within 1% of the work's own count.
 ///
 /// Oracle: Slurm 22.05 (Debian 12's slurm-wlm: slurmctld, slurmd on cgroup/v1, slurmstepd
 /// and srun loading the plugin through plugstack.conf) placing and reaping the task, the
@@ -627,6 +628,11 @@ fn a_slurm_job_on_cgroup_v1_is_counted_whole_by_srun_and_serve() {
         Ok(cluster) => cluster,
         Err((need, why)) => skip!(need, "{why}"),
     };
+    // The job's record, written by serve when the plugin removes the job's cgroups.
+    let journal = counterhal_conformance::fixtures::temp_dir()
+        .join(format!("counterhal-v1-records-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&journal);
+    let journal_arg = journal.to_string_lossy().into_owned();
     let args = [
         "-e",
         "page-faults",
@@ -634,6 +640,8 @@ fn a_slurm_job_on_cgroup_v1_is_counted_whole_by_srun_and_serve() {
         "perf-events",
         "--cgroups",
         "^slurm/",
+        "--records",
+        &journal_arg,
     ];
     let served = Served::start(&args).expect("serve on v1");
 
@@ -715,9 +723,36 @@ fn a_slurm_job_on_cgroup_v1_is_counted_whole_by_srun_and_serve() {
         (by_serve - own).abs() <= own * 0.01,
         "serve {by_serve}, the work {own}"
     );
+    // The job's record, once serve has seen its cgroup go, printed as stat prints a run.
+    let started = Instant::now();
+    let printed = loop {
+        let printed = counterhal(&["jobs", "-x,", "--slurm-job", &job, &journal_arg]);
+        if printed.status.success() || started.elapsed() > Duration::from_secs(30) {
+            break printed;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        printed.status.success(),
+        "no record of job {job}: {}",
+        stderr(&printed)
+    );
+    let in_record: f64 = stdout(&printed)
+        .lines()
+        .find_map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            (fields.get(2) == Some(&"page-faults")).then(|| fields[0].parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("no page-faults in job {job}'s record: {}", stdout(&printed)));
+    eprintln!("v1 Slurm: job {job}'s record {in_record}");
+    assert!(
+        (in_record - own).abs() <= own * 0.01,
+        "the record {in_record}, the work {own}"
+    );
     drop(served);
     drop(cluster);
     drop(v1);
+    std::fs::remove_dir_all(&journal).ok();
 }
 
 /// Done when: on a hybrid host whose perf_event controller is bound to a cgroup v1
