@@ -309,5 +309,66 @@ fn srun_counters_sums_a_steps_counts_across_its_nodes() {
     assert_eq!(text.matches(&header).count(), 3, "{text}");
     assert!(text.contains(", 2 nodes, 3 tasks)':"), "{text}");
     assert!(!text.contains("counterhal:"), "said something: {text}");
+
+    // plugstack.conf's ports=LOW-HIGH: srun listens there (each task sees the port in the
+    // variable); sum=no: the nodes' blocks alone, and no port. srun and slurmstepd read
+    // plugstack.conf at each step.
+    let plugstack_conf = cluster.configuration().with_file_name("plugstack.conf");
+    let low = (30000..60000u16)
+        .step_by(101)
+        .find(|&low| (low..low + 10).all(|p| std::net::TcpListener::bind(("::", p)).is_ok()))
+        .expect("ten free ports");
+    let high = low + 9;
+    std::fs::write(
+        &plugstack_conf,
+        format!("{} ports={low}-{high}\n", plugstack.trim()),
+    )
+    .unwrap();
+    let seen = srun(
+        &cluster,
+        &[
+            "-N2",
+            "-n2",
+            "--counters=page-faults",
+            "sh",
+            "-c",
+            "echo $SLURM_SPANK_COUNTERHAL_COUNTS",
+        ],
+    );
+    let ports: Vec<u16> = stdout(&seen)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(ports.len(), 2, "{} {}", stdout(&seen), stderr(&seen));
+    assert!(
+        ports.iter().all(|p| (low..=high).contains(p)),
+        "{ports:?} not in {low}-{high}"
+    );
+    assert_eq!(tables(&stderr(&seen)), 3, "{}", stderr(&seen));
+    std::fs::write(&plugstack_conf, format!("{} sum=no\n", plugstack.trim())).unwrap();
+    let alone = srun(
+        &cluster,
+        &[
+            "-N2",
+            "-n2",
+            "--counters=page-faults",
+            "--counters-field-separator=,",
+            "sh",
+            "-c",
+            "echo [$SLURM_SPANK_COUNTERHAL_COUNTS]",
+        ],
+    );
+    assert_eq!(stdout(&alone).trim(), "[]\n[]", "{}", stderr(&alone));
+    assert_eq!(
+        separated_counts(&stderr(&alone)).len(),
+        2,
+        "{}",
+        stderr(&alone)
+    );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// How many blocks of stat's table `text` holds (each headed `Performance counter stats`).
+fn tables(text: &str) -> usize {
+    text.matches("Performance counter stats for").count()
 }

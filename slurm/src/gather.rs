@@ -89,12 +89,12 @@ pub struct Listening {
 }
 
 impl Listening {
-    /// Listens on a port of all of this host's addresses and starts taking reports; the
-    /// step's environment variable's value (`PORT TOKEN`), or why not.
-    pub fn start() -> Result<(Listening, String), String> {
-        let listener = TcpListener::bind(("::", 0))
-            .or_else(|_| TcpListener::bind(("0.0.0.0", 0)))
-            .map_err(|e| format!("cannot listen for the nodes' counts: {e}"))?;
+    /// Listens on a port of all of this host's addresses (one of `ports`, where given; else
+    /// any free one) and starts taking reports; the step's environment variable's value
+    /// (`PORT TOKEN`), or why not.
+    pub fn start(ports: Option<(u16, u16)>) -> Result<(Listening, String), String> {
+        let token = token().map_err(|e| format!("no random token: {e}"))?;
+        let listener = listen(ports, &token)?;
         let port = listener
             .local_addr()
             .map_err(|e| format!("the port listened on: {e}"))?
@@ -102,7 +102,6 @@ impl Listening {
         listener
             .set_nonblocking(true)
             .map_err(|e| format!("the port listened on: {e}"))?;
-        let token = token().map_err(|e| format!("no random token: {e}"))?;
         let received = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let accepter = {
@@ -336,6 +335,33 @@ fn read_report(bytes: &[u8], token: &str) -> Result<Report, String> {
     })
 }
 
+/// A listener on every address of this host (IPv6 and IPv4, or IPv4 alone where IPv6 is
+/// off), on a free port of `ports` (tried from a place `token` picks, so that steps started
+/// together spread over the range) or, without a range, any free port; or why none.
+fn listen(ports: Option<(u16, u16)>, token: &str) -> Result<TcpListener, String> {
+    let bind = |port: u16| {
+        TcpListener::bind(("::", port)).or_else(|_| TcpListener::bind(("0.0.0.0", port)))
+    };
+    let Some((low, high)) = ports else {
+        return bind(0).map_err(|e| format!("cannot listen for the nodes' counts: {e}"));
+    };
+    let span = u32::from(high - low) + 1;
+    let start = u32::from_str_radix(&token[..8], 16).unwrap_or(0) % span;
+    let mut last = None;
+    for i in 0..span {
+        let port = low + ((start + i) % span) as u16;
+        match bind(port) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(format!(
+        "no free port in plugstack.conf's ports={low}-{high} to listen for the nodes' counts \
+         ({})",
+        last.map_or_else(String::new, |e| e.to_string())
+    ))
+}
+
 /// 128 random bits, in hex.
 fn token() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
@@ -487,7 +513,7 @@ mod tests {
     /// reader give them (held to perf 6.1 and 7.2 by cli/tests/stat_record.rs).
     #[test]
     fn the_nodes_counts_reach_srun_and_are_summed() {
-        let (listening, value) = Listening::start().expect("listening on loopback");
+        let (listening, value) = Listening::start(None).expect("listening on loopback");
         let (port, token) = value.split_once(' ').unwrap();
         assert!(port.parse::<u16>().is_ok() && token.len() == 32, "{value}");
         // One that connects first and sends nothing, held open to the end: it holds back
@@ -536,6 +562,37 @@ mod tests {
             summed.command_line,
             ["work 1 (job 7 step 0, 2 nodes, 5 tasks)"]
         );
+    }
+
+    /// Done when: with a range of ports, srun listens on one of them, the next step on
+    /// another while the first holds its own, and a range with none free is said, naming it.
+    ///
+    /// Oracle: the kernel's TCP binds on this host.
+    #[test]
+    fn srun_listens_within_the_ports_it_is_given() {
+        // Two free ports side by side, found by binding and letting them go.
+        let free = (20000..60000u16)
+            .step_by(7)
+            .find(|&p| {
+                TcpListener::bind(("::", p)).is_ok() && TcpListener::bind(("::", p + 1)).is_ok()
+            })
+            .unwrap();
+        let port_of = |value: &str| value.split_once(' ').unwrap().0.parse::<u16>().unwrap();
+        let range = Some((free, free + 1));
+        let (first, a) = Listening::start(range).unwrap();
+        let (second, b) = Listening::start(range).unwrap();
+        let mut ports = [port_of(&a), port_of(&b)];
+        ports.sort();
+        assert_eq!(ports, [free, free + 1]);
+        let Err(why) = Listening::start(range) else {
+            panic!("a third listener in a range of two");
+        };
+        assert!(why.contains(&format!("ports={free}-{}", free + 1)), "{why}");
+        let info = StepInfo {
+            nodes: Some(0),
+            ..StepInfo::default()
+        };
+        assert!(first.finish(&info).is_empty() && second.finish(&info).is_empty());
     }
 
     /// Done when: a node refuses a variable that is not `PORT TOKEN`, and says why a send

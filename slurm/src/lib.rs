@@ -46,7 +46,7 @@ use sys::{Context, Handle, Item};
 struct Plugin {
     request: Option<Request>,
     output: Output,
-    counterhal: String,
+    settings: Settings,
     step: Option<Step>,
     listening: Option<gather::Listening>,
     info: Option<gather::StepInfo>,
@@ -55,7 +55,11 @@ struct Plugin {
 static PLUGIN: Mutex<Plugin> = Mutex::new(Plugin {
     request: None,
     output: Output::Text,
-    counterhal: String::new(),
+    settings: Settings {
+        counterhal: String::new(),
+        ports: None,
+        sum: true,
+    },
     step: None,
     listening: None,
     info: None,
@@ -78,19 +82,65 @@ fn with_plugin(f: impl FnOnce(&mut Plugin)) -> c_int {
 /// `counterhal=PATH` changes it).
 const COUNTERHAL: &str = "/usr/bin/counterhal";
 
+/// What plugstack.conf's arguments set: `counterhal=PATH` (the command that prints the
+/// counts), `ports=LOW-HIGH` (where srun listens for the nodes' counts: a range the
+/// firewall between the nodes and srun's host opens, as slurm.conf's `SrunPortRange` is for
+/// srun's own; default any free port) and `sum=no` (srun prints no step's sum, and listens
+/// on no port).
+#[derive(Clone, Debug, PartialEq)]
+struct Settings {
+    counterhal: String,
+    ports: Option<(u16, u16)>,
+    sum: bool,
+}
+
+impl Settings {
+    /// The settings of plugstack.conf's `arguments`, and what was wrong with any (each
+    /// left at its default).
+    fn read(arguments: &[String]) -> (Settings, Vec<String>) {
+        let mut settings = Settings {
+            counterhal: COUNTERHAL.to_string(),
+            ports: None,
+            sum: true,
+        };
+        let mut wrong = Vec::new();
+        for argument in arguments {
+            match argument.split_once('=') {
+                Some(("counterhal", path)) if !path.is_empty() => {
+                    settings.counterhal = path.to_string();
+                }
+                Some(("ports", range)) => match range
+                    .split_once('-')
+                    .and_then(|(low, high)| Some((low.parse().ok()?, high.parse().ok()?)))
+                    .filter(|&(low, high): &(u16, u16)| 0 < low && low <= high)
+                {
+                    Some(range) => settings.ports = Some(range),
+                    None => wrong.push(format!(
+                        "plugstack.conf: ports=`{range}` is not a range of ports such as \
+                         ports=60001-63000"
+                    )),
+                },
+                Some(("sum", "yes")) => settings.sum = true,
+                Some(("sum", "no")) => settings.sum = false,
+                _ => wrong.push(format!(
+                    "plugstack.conf: unknown argument `{argument}`; the arguments are \
+                     counterhal=PATH (the command that prints the counts), ports=LOW-HIGH \
+                     (where srun takes the nodes' counts) and sum=no (no step's sum)"
+                )),
+            }
+        }
+        (settings, wrong)
+    }
+}
+
 /// `slurm_spank_init`: reads plugstack.conf's `arguments` and registers `--counters[=EVENTS]`,
 /// `--counters-field-separator=SEP` and `--counters-json` in every context.
 fn init(spank: Handle, arguments: &[String]) -> c_int {
     with_plugin(|plugin| {
-        plugin.counterhal = COUNTERHAL.to_string();
-        for argument in arguments {
-            match argument.split_once('=') {
-                Some(("counterhal", path)) => plugin.counterhal = path.to_string(),
-                _ => report::say(&format!(
-                    "plugstack.conf: unknown argument `{argument}`; the one argument is \
-                     counterhal=PATH, the command that prints the counts"
-                )),
-            }
+        let (settings, wrong) = Settings::read(arguments);
+        plugin.settings = settings;
+        for why in wrong {
+            report::say(&why);
         }
         let options: [(&str, Option<&str>, &str, sys::OptionCallback); 3] = [
             (
@@ -141,10 +191,11 @@ fn json_given() -> c_int {
 /// counts to opened, and named in the step's environment.
 fn init_post_opt() -> c_int {
     with_plugin(|plugin| {
-        if plugin.request.is_none() || sys::context() != Context::Local {
+        if plugin.request.is_none() || !plugin.settings.sum || sys::context() != Context::Local {
             return;
         }
-        let started = gather::Listening::start().and_then(|(listening, value)| {
+        let ports = plugin.settings.ports;
+        let started = gather::Listening::start(ports).and_then(|(listening, value)| {
             sys::setenv_here(gather::VARIABLE, &value)?;
             Ok(listening)
         });
@@ -196,7 +247,7 @@ fn task_exit(spank: Handle) -> c_int {
             return;
         };
         if step.task_ended(task) {
-            step.report(&plugin.counterhal, &plugin.output);
+            step.report(&plugin.settings.counterhal, &plugin.output);
         }
     })
 }
@@ -220,8 +271,12 @@ fn exit() -> c_int {
                 .map(|r| r.metrics.clone())
                 .unwrap_or_default();
             if let Some(summed) = gather::sum(&info, &reports)
-                && let Err(why) =
-                    report::print(&plugin.counterhal, &plugin.output, &summed, &metrics)
+                && let Err(why) = report::print(
+                    &plugin.settings.counterhal,
+                    &plugin.output,
+                    &summed,
+                    &metrics,
+                )
             {
                 report::say(&format!("the step's counts could not be printed: {why}"));
             }
@@ -234,4 +289,38 @@ fn exit() -> c_int {
 #[cfg(test)]
 mod stat {
     pub(crate) use crate::recording;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Done when: plugstack.conf's arguments set the command, the port range and the sum,
+    /// and a wrong one is said, naming it and what is right, the others kept.
+    #[test]
+    fn plugstack_arguments_are_read_or_said() {
+        let words = |list: &[&str]| list.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        let (read, wrong) = Settings::read(&words(&[
+            "counterhal=/opt/bin/counterhal",
+            "ports=60001-63000",
+            "sum=no",
+        ]));
+        assert!(wrong.is_empty(), "{wrong:?}");
+        assert_eq!(
+            read,
+            Settings {
+                counterhal: "/opt/bin/counterhal".into(),
+                ports: Some((60001, 63000)),
+                sum: false,
+            }
+        );
+        let (read, wrong) = Settings::read(&words(&["ports=9-1", "ports=0-5", "sum=maybe", "x"]));
+        assert_eq!(wrong.len(), 4, "{wrong:?}");
+        assert!(wrong[0].contains("ports=`9-1`") && wrong[0].contains("60001-63000"));
+        assert!(wrong[3].contains("`x`") && wrong[3].contains("ports=LOW-HIGH"));
+        assert_eq!(
+            (read.counterhal.as_str(), read.ports, read.sum),
+            (COUNTERHAL, None, true)
+        );
+    }
 }
