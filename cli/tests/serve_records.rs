@@ -211,7 +211,14 @@ fn a_full_disk_is_an_error_counted_and_serving_goes_on() {
         "{body}"
     );
     assert_eq!(value(&body, "counterhal_records_written_total"), Some(0.0));
-    let said = served.said();
+    // The log line is written before the second error is counted; the test's reader of
+    // serve's standard error may still be behind it (a busy machine): waited for, 10 s at most.
+    let waited = std::time::Instant::now();
+    let mut said = served.said();
+    while !said.contains("a record could not be written") && waited.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        said = served.said();
+    }
     assert_eq!(
         said.matches("a record could not be written").count(),
         1,
