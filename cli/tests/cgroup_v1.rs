@@ -775,35 +775,30 @@ fn a_v1_perf_event_hierarchy_leaves_the_bpf_mode_counting() {
     if !Path::new("/usr/bin/time").exists() {
         skip!(Need::Tools, "no GNU time (apt-get install time)");
     }
-    let name = format!("counterhal-v1-bpf-{}", std::process::id());
-    let cgroup = unified.join(&name);
-    if let Err(e) = std::fs::create_dir(&cgroup) {
-        skip!(Need::Privilege, "cannot make a cgroup2 cgroup: {e}");
-    }
-    let removed = scopeguard(&cgroup);
+    let Some(cgroup) = counterhal_conformance::fixtures::TestCgroup::new(&unified, "v1-bpf") else {
+        skip!(
+            Need::Privilege,
+            "cannot make a cgroup2 cgroup below {}",
+            unified.display()
+        );
+    };
+    let name = cgroup.name.clone();
     let pattern = format!("^{name}$");
-    // Whether the BPF mode counts here at all, asked before perf_event is bound to v1.
-    match Served::start(&[
+    let args = [
         "-e",
         "page-faults",
         "--cgroups",
         &pattern,
         "--cgroup-mode",
         "bpf",
-    ]) {
+    ];
+    // Whether the BPF mode counts here at all, asked before perf_event is bound to v1.
+    match Served::start(&args) {
         Ok(bpf) => drop(bpf),
         Err(said) => skip!(Need::System, "the BPF mode cannot count here: {said}"),
     }
     let v1 = v1_or_skip!();
-    let bpf = Served::start(&[
-        "-e",
-        "page-faults",
-        "--cgroups",
-        &pattern,
-        "--cgroup-mode",
-        "bpf",
-    ])
-    .expect("serve in the BPF mode beside the v1 hierarchy");
+    let bpf = Served::start(&args).expect("serve in the BPF mode beside the v1 hierarchy");
     let before = bpf.scrape();
     let mut work = Command::new("sh")
         .args([
@@ -827,7 +822,7 @@ fn a_v1_perf_event_hierarchy_leaves_the_bpf_mode_counting() {
         }),
         "the work's shell never waited"
     );
-    std::fs::write(cgroup.join("cgroup.procs"), pid.to_string()).expect("the work placed");
+    std::fs::write(cgroup.path.join("cgroup.procs"), pid.to_string()).expect("the work placed");
     {
         use std::io::Write;
         let _ = work.stdin.take().expect("its input").write_all(b"go\n");
@@ -853,21 +848,5 @@ fn a_v1_perf_event_hierarchy_leaves_the_bpf_mode_counting() {
         counted >= own && counted < own + 100.0,
         "{name}: {counted} page faults counted, the work made {own}"
     );
-    drop(removed);
-}
-
-/// Removes the cgroup2 cgroup `dir` when dropped (its tasks ended).
-fn scopeguard(dir: &Path) -> impl Drop + use<> {
-    struct Removed(PathBuf);
-    impl Drop for Removed {
-        fn drop(&mut self) {
-            for _ in 0..50 {
-                if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
-    Removed(dir.to_path_buf())
+    drop(cgroup);
 }

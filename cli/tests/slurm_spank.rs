@@ -24,23 +24,34 @@ fn cluster() -> Result<(Cluster, PathBuf), (Need, String)> {
             format!("no cgroup2 file system is mounted: {e}"),
         )
     })?;
-    let plugstack = format!(
+    let cluster = Cluster::start_with(&mount, Some(&plugstack()), "", false)?;
+    Ok((cluster, work("work")))
+}
+
+/// plugstack.conf's line loading the plugin (`required`), with the command under test to
+/// print.
+fn plugstack() -> String {
+    format!(
         "required {} counterhal={}\n",
         spank_plugin().display(),
         bin().display()
-    );
-    let cluster = Cluster::start_with(&mount, Some(&plugstack), "", false)?;
+    )
+}
+
+/// The page-faulting work the jobs run (`tests/data/container_work.c`), built in a folder
+/// `what` of the tests' scratch folder.
+fn work(what: &str) -> PathBuf {
     let dir = counterhal_conformance::fixtures::temp_dir()
-        .join(format!("counterhal-spank-work-{}", std::process::id()));
+        .join(format!("counterhal-spank-work-{}", std::process::id()))
+        .join(what);
     std::fs::create_dir_all(&dir).unwrap();
-    let work = compile_c(
+    compile_c(
         &dir,
         "work",
         include_str!("data/container_work.c"),
         &["-O2"],
     )
-    .expect("the job's work builds");
-    Ok((cluster, work))
+    .expect("the job's work builds")
 }
 
 /// The count of `event` in `counterhal stat -x,` lines.
@@ -227,25 +238,13 @@ fn srun_counters_sums_a_steps_counts_across_its_nodes() {
     if !running_as_root() {
         skip!(Need::Privilege, "slurmd runs as root");
     }
-    let plugstack = format!(
-        "required {} counterhal={}\n",
-        spank_plugin().display(),
-        bin().display()
-    );
+    let plugstack = plugstack();
     let cluster = match Cluster::start_two_nodes(&plugstack) {
         Ok(cluster) => cluster,
         Err((need, why)) => skip!(need, "{why}"),
     };
-    let dir = counterhal_conformance::fixtures::temp_dir()
-        .join(format!("counterhal-spank-nodes-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let work = compile_c(
-        &dir,
-        "work",
-        include_str!("data/container_work.c"),
-        &["-O2"],
-    )
-    .expect("the job's work builds");
+    let work = work("nodes");
+    let dir = work.parent().unwrap().to_path_buf();
     let work = work.to_str().unwrap();
     let alone = counterhal(&["stat", "-x,", "-e", "page-faults", work, "20000", "0", "0"]);
     let oracle = separated_count(&stderr(&alone), "page-faults")
