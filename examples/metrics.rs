@@ -34,7 +34,7 @@ fn print_encodings(backend: &Chosen, group: &str) -> Result<()> {
     for metric in &chosen {
         println!("  {} = {}", metric.name, metric.expression());
     }
-    for event in metrics::events_needed(&counterhal::system::System::host(), &chosen) {
+    for event in metrics::events_needed(&backend.context().system().clone().into(), &chosen) {
         match backend.resolve(&event) {
             Ok(resolved) => {
                 let encodings: Vec<String> = resolved

@@ -23,16 +23,17 @@ pub use crate::command::{CountedCommand, Follow};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
 use counterhal_hal::{BackendTarget, Result};
+use counterhal_system::System;
 
-/// The backend targets `target` stands for now, one a thread or CPU (a process's threads are
-/// read from `/proc/PID/task`; the process alone, with what it creates, where the OS has no
-/// such directory): what [`MultiSet`] opens one set on each of.
+/// The backend targets `target` stands for now on `system`, one a thread or CPU (a process's
+/// threads are read from its `/proc/PID/task`; the process alone, with what it creates, where
+/// the OS has no such directory): what [`MultiSet`] opens one set on each of.
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a list of CPUs that is
 /// empty or names CPUs not online (checked before the list is expanded).
-pub fn backend_targets(target: &Target) -> Result<Vec<BackendTarget>> {
-    target.targets()
+pub fn backend_targets(target: &Target, system: &System) -> Result<Vec<BackendTarget>> {
+    target.targets(system)
 }
 
 /// Whether `backend` (one of [`backend_targets`]`(target)`) may be gone by the time its

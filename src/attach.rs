@@ -14,16 +14,16 @@ use counterhal_hal::{
     ResolvedEvent, Result, check_buffer, sum_readings,
 };
 
-/// The CPUs online here: `/sys/devices/system/cpu/online` where the OS has it (not this
-/// process's affinity, which may be narrower), else on Linux the CPUs `/proc/stat` lists, and
-/// on other OSes CPUs `0..N` by the parallelism the OS reports.
-pub fn online_cpus() -> CpuList {
-    let system = System::host();
+/// The CPUs online on `system` (this machine's: [`Context::system`](crate::Context::system)):
+/// its `devices/system/cpu/online` where the OS has it (not this process's affinity, which may
+/// be narrower), else on Linux the CPUs its `/proc/stat` lists, and on other OSes CPUs `0..N`
+/// by the parallelism the OS reports.
+pub fn online_cpus(system: &System) -> CpuList {
     system
         .online_cpus()
         .filter(|cpus| !cpus.is_empty())
         .map(CpuList::from_cpus)
-        .unwrap_or_else(|| other_online_cpus(&system))
+        .unwrap_or_else(|| other_online_cpus(system))
 }
 
 /// The CPUs online by procfs's count, where sysfs has no list: Linux's `/proc/stat` (std's
@@ -142,36 +142,42 @@ impl Target {
     /// The backend targets this stands for now, a thread's with what it creates where
     /// `inherit` ([`OpenOptions::inherit`](counterhal_hal::OpenOptions::inherit); CPUs and
     /// processes are counted as they are either way).
-    pub(crate) fn targets_inheriting(&self, inherit: bool) -> Result<Vec<BackendTarget>> {
+    pub(crate) fn targets_inheriting(
+        &self,
+        inherit: bool,
+        system: &System,
+    ) -> Result<Vec<BackendTarget>> {
         if !inherit {
-            return self.targets();
+            return self.targets(system);
         }
         Ok(match self {
-            Target::ThisThread => vec![BackendTarget::process_and_children(this_thread_id()?)],
+            Target::ThisThread => {
+                vec![BackendTarget::process_and_children(this_thread_id(system)?)]
+            }
             Target::Thread(tid) => vec![BackendTarget::process_and_children(*tid)],
             Target::Threads(tids) => tids
                 .iter()
                 .map(|&tid| BackendTarget::process_and_children(tid))
                 .collect(),
-            _ => self.targets()?,
+            _ => self.targets(system)?,
         })
     }
 
-    /// The backend targets this stands for now: a process's threads are read from
-    /// `/proc/PID/task` (the process alone, with what it creates, where the OS has no such
+    /// The backend targets this stands for now on `system`: a process's threads are read from
+    /// its `/proc/PID/task` (the process alone, with what it creates, where the OS has no such
     /// directory); a list of CPUs is checked against the CPUs online first
     /// ([`CpuList::check_within`]), so that `0-4294967295` is refused before it becomes
     /// four billion targets.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for a list of CPUs that is empty or names CPUs not online.
-    pub(crate) fn targets(&self) -> Result<Vec<BackendTarget>> {
+    pub(crate) fn targets(&self, system: &System) -> Result<Vec<BackendTarget>> {
         if let Target::Cpus(cpus)
         | Target::Cgroup {
             cpus: Some(cpus), ..
         } = self
         {
-            cpus.check_within(&online_cpus())?;
+            cpus.check_within(&online_cpus(system))?;
         }
         Ok(match self {
             Target::ThisThread => vec![BackendTarget::ThisThread],
@@ -181,13 +187,16 @@ impl Target {
                 .iter()
                 .map(|&tid| BackendTarget::process(tid))
                 .collect(),
-            Target::Process(pid) => process_targets(*pid),
-            Target::Processes(pids) => pids.iter().flat_map(|&pid| process_targets(pid)).collect(),
-            Target::AllCpus => online_cpus().iter().map(BackendTarget::Cpu).collect(),
+            Target::Process(pid) => process_targets(system, *pid),
+            Target::Processes(pids) => pids
+                .iter()
+                .flat_map(|&pid| process_targets(system, pid))
+                .collect(),
+            Target::AllCpus => online_cpus(system).iter().map(BackendTarget::Cpu).collect(),
             Target::Cpus(cpus) => cpus.iter().map(BackendTarget::Cpu).collect(),
             Target::Cgroup { path, cpus } => cpus
                 .clone()
-                .unwrap_or_else(online_cpus)
+                .unwrap_or_else(|| online_cpus(system))
                 .iter()
                 .map(|cpu| BackendTarget::Cgroup {
                     path: Arc::clone(path),
@@ -214,8 +223,8 @@ impl Target {
 ///
 /// # Errors
 /// [`ErrorKind::Unsupported`] where the OS has no such link.
-fn this_thread_id() -> Result<u32> {
-    System::host().thread_self_id().ok_or_else(|| {
+fn this_thread_id(system: &System) -> Result<u32> {
+    system.thread_self_id().ok_or_else(|| {
         Error::unsupported("this OS does not say which thread calls (no /proc/thread-self)")
             .with_hint("count this thread without inherit, or a process (Target::process)")
     })
@@ -223,8 +232,9 @@ fn this_thread_id() -> Result<u32> {
 
 /// Process `pid`'s threads, each with what it creates; the process as one target where
 /// `/proc/PID/task` is missing.
-fn process_targets(pid: u32) -> Vec<BackendTarget> {
-    process_threads(pid)
+fn process_targets(system: &System, pid: u32) -> Vec<BackendTarget> {
+    system
+        .threads(pid)
         .map(|threads| {
             threads
                 .into_iter()
@@ -234,16 +244,10 @@ fn process_targets(pid: u32) -> Vec<BackendTarget> {
         .unwrap_or_else(|| vec![BackendTarget::process_and_children(pid)])
 }
 
-/// The thread ids of process `pid`, lowest first; `None` where `/proc/PID/task` is missing.
-fn process_threads(pid: u32) -> Option<Vec<u32>> {
-    System::host().threads(pid)
-}
-
 /// Whether thread `tid` has ended (or is ending): `/proc/TID` is gone or shows a zombie.
 /// A thread whose counters just failed may still be on its way out, so this looks for up to
 /// 100 ms before saying it lives.
-fn thread_gone(tid: u32) -> bool {
-    let system = System::host();
+fn thread_gone(system: &System, tid: u32) -> bool {
     for _ in 0..100 {
         // No state: its stat is gone (or procfs does not tell).
         if matches!(system.process_state(tid), None | Some('Z' | 'X' | 'x')) {
@@ -305,6 +309,8 @@ impl std::fmt::Display for Place {
 #[derive(Debug)]
 pub struct MultiSet<G> {
     attach: Target,
+    /// The system whose `/proc` tells whether a thread counted has ended.
+    system: System,
     sets: Vec<(BackendTarget, EventSet<G>)>,
     events: Vec<ResolvedEvent>,
     /// One row of `events.len()` (at least 1) readings per target counted: the live targets'
@@ -347,11 +353,13 @@ impl<G: Group> MultiSet<G> {
         events: &[ResolvedEvent],
         attach: &Target,
         options: &OpenOptions,
+        system: &System,
     ) -> Result<Self>
     where
         B: Backend<Group = G> + ?Sized,
     {
-        Self::from_targets(backend, events, attach, &attach.targets()?, options)
+        let targets = attach.targets(system)?;
+        Self::from_targets(backend, events, attach, &targets, options, system)
     }
 
     /// [`open`](MultiSet::open) on `targets`, the places `attach` stands for as the caller
@@ -365,6 +373,7 @@ impl<G: Group> MultiSet<G> {
         attach: &Target,
         targets: &[BackendTarget],
         options: &OpenOptions,
+        system: &System,
     ) -> Result<Self>
     where
         B: Backend<Group = G> + ?Sized,
@@ -390,7 +399,7 @@ impl<G: Group> MultiSet<G> {
                 }
                 // A member that cannot join a leader whose thread ended meanwhile fails with
                 // some other error: the thread's end is the cause.
-                Err(e) if vanished(attach, &target, &e) => {}
+                Err(e) if vanished(system, attach, &target, &e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -405,6 +414,7 @@ impl<G: Group> MultiSet<G> {
         let alone = whole && matches!(&sets[..], [(target, _)] if !attach.may_vanish(target));
         Ok(Self {
             attach: attach.clone(),
+            system: system.clone(),
             column: vec![Reading::default(); sets.len()],
             each: vec![Reading::default(); rows],
             sets,
@@ -448,7 +458,9 @@ impl<G: Group> MultiSet<G> {
         while at < self.sets.len() {
             match op(&mut self.sets[at].1) {
                 Ok(()) => at += 1,
-                Err(e) if vanished(&self.attach, &self.sets[at].0, &e) => self.retire(at),
+                Err(e) if vanished(&self.system, &self.attach, &self.sets[at].0, &e) => {
+                    self.retire(at)
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -477,7 +489,9 @@ impl<G: Group> MultiSet<G> {
             };
             match read {
                 Ok(()) => at += 1,
-                Err(e) if vanished(&self.attach, &self.sets[at].0, &e) => self.retire(at),
+                Err(e) if vanished(&self.system, &self.attach, &self.sets[at].0, &e) => {
+                    self.retire(at)
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -499,7 +513,7 @@ impl<G: Group> MultiSet<G> {
                     self.each[..n].copy_from_slice(&readings[..n]);
                     return Ok(());
                 }
-                Err(e) if vanished(&self.attach, target, &e) => self.retire(0),
+                Err(e) if vanished(&self.system, &self.attach, target, &e) => self.retire(0),
                 Err(e) => return Err(e),
             }
         }
@@ -560,11 +574,11 @@ fn held_here(placed: &[Option<Vec<u32>>], target: &BackendTarget) -> Option<Vec<
 }
 
 /// Whether `error` on `target` means only that a thread of `attach`'s process has ended.
-fn vanished(attach: &Target, target: &BackendTarget, error: &Error) -> bool {
+fn vanished(system: &System, attach: &Target, target: &BackendTarget, error: &Error) -> bool {
     let BackendTarget::Process { pid: tid, .. } = target else {
         return false;
     };
-    attach.may_vanish(target) && (error.kind() == ErrorKind::NotFound || thread_gone(*tid))
+    attach.may_vanish(target) && (error.kind() == ErrorKind::NotFound || thread_gone(system, *tid))
 }
 
 impl<G: Group> Group for MultiSet<G> {
@@ -614,16 +628,21 @@ mod tests {
     fn a_process_without_a_task_directory_is_counted_alone() {
         // No process has id u32::MAX (pid_max is at most 2^22).
         assert_eq!(
-            Target::Process(u32::MAX).targets().unwrap(),
+            Target::Process(u32::MAX).targets(&System::host()).unwrap(),
             [BackendTarget::process_and_children(u32::MAX)]
         );
-        assert!(!online_cpus().is_empty(), "this machine runs on some CPU");
+        assert!(
+            !online_cpus(&System::host()).is_empty(),
+            "this machine runs on some CPU"
+        );
     }
 
     #[test]
     fn threads_are_each_a_target_without_their_children() {
         assert_eq!(
-            Target::Threads(vec![7, 9]).targets().unwrap(),
+            Target::Threads(vec![7, 9])
+                .targets(&System::host())
+                .unwrap(),
             [BackendTarget::process(7), BackendTarget::process(9)]
         );
         assert_ne!(
@@ -757,6 +776,7 @@ mod tests {
             &attach,
             &targets,
             &OpenOptions::default(),
+            &System::host(),
         )
         .unwrap();
         let mut sum = [Reading::default()];
@@ -791,6 +811,7 @@ mod tests {
             &attach,
             &targets,
             &OpenOptions::default(),
+            &System::host(),
         )
         .unwrap();
         let mut one = [Reading::default()];
@@ -816,6 +837,7 @@ mod tests {
             &[event],
             &Target::ThisThread,
             &OpenOptions::default(),
+            &System::host(),
         )
         .unwrap();
         let mut one = [Reading::default()];

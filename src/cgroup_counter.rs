@@ -29,7 +29,10 @@ impl Chosen {
         cpus: &[u32],
         mode: CgroupModeChoice,
     ) -> Result<BoxedCgroupCounter> {
-        let options = CgroupCounterOptions::new(mode, crate::cgroups::unified_root().ok());
+        let options = CgroupCounterOptions::new(
+            mode,
+            crate::cgroups::unified_root(self.context().system()).ok(),
+        );
         self.cgroup_counter_with(names, cpus, options)
     }
 

@@ -13,15 +13,15 @@ pub use counterhal_hal::{
 use counterhal_hal::{Error, ErrorKind, Result};
 use counterhal_system::System;
 
-/// The directory cgroup names are relative to, as perf finds it in `/proc/self/mountinfo`:
+/// The directory cgroup names are relative to, as perf finds it in `system`'s
+/// `/proc/self/mountinfo`:
 /// the mount point of the cgroup (v1) file system with the `perf_event` controller; failing
 /// that, of the (last) cgroup2 file system ([`System::cgroup_mount`]).
 ///
 /// # Errors
 /// [`ErrorKind::Unsupported`] where neither is mounted (or `/proc/self/mountinfo` cannot be
 /// read: not Linux).
-pub fn root() -> Result<PathBuf> {
-    let system = System::host();
+pub fn root(system: &System) -> Result<PathBuf> {
     if system.mounts().is_none() {
         return Err(Error::unsupported(
             "cannot read /proc/self/mountinfo to find the cgroup mount",
@@ -43,8 +43,7 @@ pub fn root() -> Result<PathBuf> {
 ///
 /// # Errors
 /// As [`root`], where no cgroup2 file system is mounted.
-pub fn unified_root() -> Result<PathBuf> {
-    let system = System::host();
+pub fn unified_root(system: &System) -> Result<PathBuf> {
     if system.mounts().is_none() {
         return Err(Error::unsupported(
             "cannot read /proc/self/mountinfo to find the cgroup2 mount",
@@ -57,13 +56,13 @@ pub fn unified_root() -> Result<PathBuf> {
 }
 
 /// The directory of the cgroup `name` (`/` is the root; `a/b` is `b` below `a`), as perf
-/// opens it: [`root`] joined with `name`.
+/// opens it: [`root`] of `system` joined with `name`.
 ///
 /// # Errors
 /// As [`root`]; [`ErrorKind::InvalidInput`] for an empty name or one with a `..`
 /// component; [`ErrorKind::NotFound`] naming the path tried when it is no directory.
-pub fn find(name: &str) -> Result<PathBuf> {
-    find_in(&root()?, name)
+pub fn find(system: &System, name: &str) -> Result<PathBuf> {
+    find_in(&root(system)?, name)
 }
 
 /// [`find`] under the root `root`.
@@ -145,7 +144,12 @@ pub struct Walk {
 /// `kernfs_refresh_inode`, and ext4 and tmpfs do) and is not listed: a cgroup's listing is its
 /// 30 to 50 interface files, and most cgroups are leaves. A file system that counts otherwise
 /// (btrfs gives a directory one link) is listed throughout.
-pub fn walk(root: &Path, levels: usize, look_in: &mut dyn FnMut(&Path, &Path) -> bool) -> Walk {
+pub fn walk(
+    system: &System,
+    root: &Path,
+    levels: usize,
+    look_in: &mut dyn FnMut(&Path, &Path) -> bool,
+) -> Walk {
     let mut walk = Walk {
         names: vec![PathBuf::new()],
         ..Walk::default()
@@ -153,9 +157,8 @@ pub fn walk(root: &Path, levels: usize, look_in: &mut dyn FnMut(&Path, &Path) ->
     // The directory listed last (below `root`), and each level's subdirectories left.
     let mut name = PathBuf::new();
     let mut levels_left: Vec<std::vec::IntoIter<std::ffi::OsString>> = Vec::new();
-    let system = System::host();
     let subdirectories = |dir: &Path| system.cgroup_children(dir).into_iter();
-    if levels > 0 && look_in(root, &name) && holds_directories(root) {
+    if levels > 0 && look_in(root, &name) && holds_directories(system, root) {
         levels_left.push(subdirectories(root));
     }
     while let Some(left) = levels_left.last_mut() {
@@ -173,8 +176,8 @@ pub fn walk(root: &Path, levels: usize, look_in: &mut dyn FnMut(&Path, &Path) ->
         }
         walk.names.push(name.clone());
         if levels_left.len() >= levels {
-            walk.too_deep += usize::from(holds_directories(&path));
-        } else if look_in(&path, &name) && holds_directories(&path) {
+            walk.too_deep += usize::from(holds_directories(system, &path));
+        } else if look_in(&path, &name) && holds_directories(system, &path) {
             levels_left.push(subdirectories(&path));
             continue;
         }
@@ -187,13 +190,13 @@ pub fn walk(root: &Path, levels: usize, look_in: &mut dyn FnMut(&Path, &Path) ->
 /// them: the root first (its name is empty), then each directory below it by its path below
 /// `root` (`app/web`), [`LEVELS`] levels down at most, in the order [`walk`]
 /// meets them (a name not UTF-8 with U+FFFD for each byte that is not).
-pub fn names(root: &Path) -> Vec<String> {
-    names_within(root, LEVELS)
+pub fn names(system: &System, root: &Path) -> Vec<String> {
+    names_within(system, root, LEVELS)
 }
 
 /// As [`names`], `levels` levels below `root` at most (0: the root alone).
-pub fn names_within(root: &Path, levels: usize) -> Vec<String> {
-    let walk = walk(root, levels, &mut |_, _| true);
+pub fn names_within(system: &System, root: &Path, levels: usize) -> Vec<String> {
+    let walk = walk(system, root, levels, &mut |_, _| true);
     let names = walk.names.into_iter();
     names
         .map(|name| name.to_string_lossy().into_owned())
@@ -202,8 +205,8 @@ pub fn names_within(root: &Path, levels: usize) -> Vec<String> {
 
 /// Whether directory `path` may hold directories: not where its link count says it holds
 /// none (see [`walk`]).
-pub(crate) fn holds_directories(path: &Path) -> bool {
-    System::host().cgroup_may_have_children(path)
+pub(crate) fn holds_directories(system: &System, path: &Path) -> bool {
+    system.cgroup_may_have_children(path)
 }
 
 #[cfg(test)]
@@ -218,7 +221,7 @@ mod tests {
         use counterhal_conformance::fixtures::TestCgroup;
         use counterhal_conformance::skip;
         use counterhal_conformance::skip::Need;
-        let Ok(root) = unified_root() else {
+        let Ok(root) = unified_root(&System::host()) else {
             skip!(Need::System, "no cgroup2 mount");
         };
         let Some(top) = TestCgroup::new(&root, "walk-links") else {
@@ -230,10 +233,10 @@ mod tests {
         };
         let leaf = top.path.join("a/b");
         std::fs::create_dir_all(&leaf).expect("a nested cgroup");
-        assert!(holds_directories(&top.path));
-        assert!(holds_directories(&top.path.join("a")));
-        assert!(!holds_directories(&leaf));
-        let names = names_within(&top.path, usize::MAX);
+        assert!(holds_directories(&System::host(), &top.path));
+        assert!(holds_directories(&System::host(), &top.path.join("a")));
+        assert!(!holds_directories(&System::host(), &leaf));
+        let names = names_within(&System::host(), &top.path, usize::MAX);
         assert_eq!(names, ["", "a", "a/b"]);
         std::fs::remove_dir(&leaf).ok();
     }
@@ -287,8 +290,8 @@ mod tests {
             std::thread::Builder::new()
                 .stack_size(64 * 1024)
                 .spawn(move || {
-                    let by_default = walk(&root, LEVELS, &mut |_, _| true);
-                    let unbounded = walk(&root, usize::MAX, &mut |_, _| true);
+                    let by_default = walk(&System::host(), &root, LEVELS, &mut |_, _| true);
+                    let unbounded = walk(&System::host(), &root, usize::MAX, &mut |_, _| true);
                     (by_default, unbounded)
                 })
                 .unwrap()
@@ -347,7 +350,7 @@ mod tests {
             std::fs::create_dir_all(root.join(dir)).unwrap();
         }
         std::fs::write(root.join("chb/cgroup.procs"), "").unwrap();
-        let names = names(&root);
+        let names = names(&System::host(), &root);
         let find = std::process::Command::new("find")
             .arg(&root)
             .args(["-mindepth", "1", "-type", "d", "-printf", "%P\\n"])

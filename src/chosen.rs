@@ -1,10 +1,6 @@
-//! What a program counts with: the [`Context`] names resolve in (the event database and
-//! the CPU model) and the [`Chosen`] backend, each read through its accessors.
+//! What a program counts with: the [`Chosen`] backend, resolving in its
+//! [`Context`](crate::Context), each read through its accessors.
 
-use std::path::Path;
-use std::sync::{Arc, OnceLock};
-
-use counterhal_events::{CpuIdentity, Database};
 use counterhal_hal::{Backend, DynBackend};
 
 use crate::attach::Target;
@@ -12,6 +8,7 @@ use crate::attach::Target;
 use crate::command::CommandCount;
 #[cfg(unix)]
 use crate::command::{CountedCommand, Follow};
+use crate::context::Context;
 use crate::group::AnyGroup;
 use crate::open;
 use counterhal_events::listing::{ListOptions, Listed, list_events_with};
@@ -20,107 +17,6 @@ use counterhal_hal::{Error, EventSet, OpenOptions, Result};
 
 /// A backend chosen at run time, boxed (its methods are `counterhal_hal::DynBackend`'s).
 pub type AnyBackend = Box<dyn DynBackend + Send + Sync>;
-
-/// The event database and the CPU model to resolve names against, and whether resolving
-/// may change the system to find a name (mount tracefs: off unless asked for).
-#[derive(Clone, Debug)]
-pub struct Context {
-    database: Arc<Database>,
-    /// Detected when first asked for (a build with no CPU model never asks on its own).
-    cpu: OnceLock<Option<CpuIdentity>>,
-    model: Option<String>,
-    mount_tracefs: bool,
-}
-
-impl Context {
-    /// A context of its parts: a database already loaded, the CPU (`None`: not detected) and
-    /// the database's model names resolve against (`None`: none matched).
-    pub fn from_parts(
-        database: Arc<Database>,
-        cpu: Option<CpuIdentity>,
-        model: Option<String>,
-    ) -> Context {
-        Context {
-            database,
-            cpu: OnceLock::from(cpu),
-            model,
-            mount_tracefs: false,
-        }
-    }
-
-    /// The database: shipped, plus `COUNTERHAL_EVENTS` and any user file.
-    pub fn database(&self) -> &Arc<Database> {
-        &self.database
-    }
-
-    /// This machine's CPU, when detected (on the first call, where matching a model did not
-    /// already detect it).
-    pub fn cpu(&self) -> Option<&CpuIdentity> {
-        self.cpu.get_or_init(detect_cpu).as_ref()
-    }
-
-    /// The database model in use: named with `--cpu-model`, else the one that matched the CPU.
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
-    }
-
-    /// Resolves in `database` from now on (the same database with more in it: a user's
-    /// descriptions, say).
-    pub fn set_database(&mut self, database: Arc<Database>) {
-        self.database = database;
-    }
-
-    /// Lets the backends probed in this context mount tracefs to resolve a tracepoint, or not
-    /// (the default). See [`Setup::mount_tracefs`](crate::Setup::mount_tracefs).
-    pub fn set_mount_tracefs(&mut self, mount: bool) {
-        self.mount_tracefs = mount;
-    }
-
-    /// Whether the backends probed in this context may mount tracefs
-    /// ([`Context::set_mount_tracefs`]).
-    pub fn mounts_tracefs(&self) -> bool {
-        self.mount_tracefs
-    }
-
-    /// Loads the database (with `user_file` if given) and picks the CPU model: `cpu_model` if
-    /// given, else the one matching this machine's CPU.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a malformed events file (file:line:column and the key);
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a `cpu_model` the database lacks (the message lists the
-    /// known ids).
-    pub fn new(user_file: Option<&Path>, cpu_model: Option<&str>) -> Result<Context> {
-        let database = Database::load(user_file)?;
-        let cpu = OnceLock::new();
-        let model = match cpu_model {
-            Some(id) => match database.model_id(id) {
-                Some(model) => Some(model.to_owned()),
-                None => {
-                    let known: Vec<String> = database.ids().collect();
-                    return Err(
-                        Error::invalid_input(counterhal_events::unknown_model_message(id))
-                            .with_hint(format!("use one of: {}", known.join(", "))),
-                    );
-                }
-            },
-            // On a hybrid chip, the table of the core this thread runs on (CPUID leaf 0x1A).
-            // A build that can hold no model detects no CPU to match one (and a program that
-            // never asks for the CPU builds no detection).
-            None if Database::may_hold_models() => cpu
-                .get_or_init(detect_cpu)
-                .as_ref()
-                .and_then(|c| database.detect_core_id(c, detect_hybrid_core().as_ref()))
-                .map(str::to_owned),
-            None => None,
-        };
-        Ok(Context {
-            database: Arc::new(database),
-            cpu,
-            model,
-            mount_tracefs: false,
-        })
-    }
-}
 
 /// What [`Chosen::open_named_counting`] opened: the events that count here, as one set, and
 /// those left out, each with why (perf's `<not supported>`).
@@ -211,7 +107,7 @@ impl Chosen {
             .iter()
             .map(|name| Backend::resolve(self, name))
             .collect::<Result<Vec<_>>>()?;
-        open::open_on(self, events, target, options)
+        open::open_on(self, self.context().system(), events, target, options)
     }
 
     /// Opens `names` on `target` as [`open_named`](Chosen::open_named) does, but leaves out
@@ -234,7 +130,13 @@ impl Chosen {
             .iter()
             .map(|name| Backend::resolve(self, name))
             .collect::<Result<Vec<_>>>()?;
-        let together = match open::open_on(self, events.clone(), target, options) {
+        let together = match open::open_on(
+            self,
+            self.context().system(),
+            events.clone(),
+            target,
+            options,
+        ) {
             Ok(set) => {
                 return Ok(PartialSet {
                     set: Some(set),
@@ -246,7 +148,13 @@ impl Chosen {
         let mut counted = Vec::new();
         let mut left_out = Vec::new();
         for (index, event) in events.into_iter().enumerate() {
-            match open::open_on(self, vec![event.clone()], target, options) {
+            match open::open_on(
+                self,
+                self.context().system(),
+                vec![event.clone()],
+                target,
+                options,
+            ) {
                 Ok(_) => counted.push(event),
                 Err(e) => left_out.push((index, e)),
             }
@@ -254,7 +162,13 @@ impl Chosen {
         let set = match (counted.is_empty(), left_out.is_empty()) {
             (true, _) => None,
             (false, true) => return Err(together),
-            (false, false) => Some(open::open_on(self, counted, target, options)?),
+            (false, false) => Some(open::open_on(
+                self,
+                self.context().system(),
+                counted,
+                target,
+                options,
+            )?),
         };
         Ok(PartialSet { set, left_out })
     }
@@ -335,7 +249,7 @@ impl Chosen {
         target: &Target,
         options: &OpenOptions,
     ) -> Result<EventSet<AnyGroup>> {
-        open::open_on(self, events, target, options)
+        open::open_on(self, self.context().system(), events, target, options)
     }
 
     /// Whether the backend can count on `target` (a whole process, CPUs, a control group):
@@ -345,7 +259,7 @@ impl Chosen {
     pub fn supports(&self, target: &Target) -> bool {
         let capabilities = self.capabilities();
         target
-            .targets()
+            .targets(self.context().system())
             .is_ok_and(|targets| targets.iter().all(|one| capabilities.supports(one)))
     }
 
@@ -391,7 +305,7 @@ impl Chosen {
     /// The CPU model names resolve against: the one [`Setup::cpu_model`](crate::Setup::cpu_model)
     /// named, else the one that matched this machine; `None` when none did.
     pub fn cpu_model(&self) -> Option<&str> {
-        self.context.model.as_deref()
+        self.context.model()
     }
 }
 
@@ -403,65 +317,5 @@ impl counterhal_hal::OpensThrough for Chosen {
 
     fn through(&self) -> &AnyBackend {
         &self.backend
-    }
-}
-/// This machine's CPU: on Linux on Arm64 from the MIDR in sysfs, on other Linux machines from
-/// `/proc/cpuinfo` (the kernel's decoding of the signature, which folds the extended model in
-/// for every family from 6, where the SDM's rule for CPUID stops at 6 and 0xF: Zhaoxin's family
-/// 7 differs), else from the CPUID instruction (x86, any OS); `None` elsewhere. The MIDR files
-/// are looked for only on Arm.
-pub(crate) fn detect_cpu() -> Option<CpuIdentity> {
-    let system = counterhal_system::System::host();
-    let arm = if cfg!(any(target_arch = "aarch64", target_arch = "arm")) {
-        arm_cpu(&system)
-    } else {
-        None
-    };
-    arm.or_else(|| CpuIdentity::from_proc_cpuinfo(system.cpuinfo()?.text()))
-        .or_else(|| counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction).ok())
-}
-
-/// An Arm CPU, from the MIDR Linux shows for the CPU this thread last ran on (only arm64
-/// kernels have the file), else for CPU 0: on a big.LITTLE system each kind of core has its
-/// own MIDR and its own table, as a hybrid x86 chip's cores have.
-fn arm_cpu(system: &counterhal_system::System) -> Option<CpuIdentity> {
-    let midr = |cpu: u32| CpuIdentity::from_midr(system.midr(cpu)?);
-    system
-        .thread_self_stat()
-        .and_then(|stat| midr(stat.processor))
-        .or_else(|| midr(0))
-}
-
-/// On a hybrid x86 chip, the core the calling thread runs on (CPUID leaf 0x1A); `None`
-/// elsewhere.
-pub(crate) fn detect_hybrid_core() -> Option<counterhal_events::HybridCore> {
-    counterhal_x86::hybrid_core(&counterhal_x86::CpuidInstruction)
-        .ok()
-        .flatten()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use counterhal_conformance::skip::Need;
-
-    /// Oracle: the kernel's `/proc/cpuinfo` (vendor, family, model and stepping, which the
-    /// kernel decodes from CPUID leaf 1): the CPUID instruction names the same CPU here, and
-    /// detection returns it.
-    #[test]
-    fn cpuid_and_the_os_agree_on_the_cpu() {
-        let (Some(from_os), Ok(from_cpuid)) = (
-            counterhal_system::System::host()
-                .cpuinfo()
-                .and_then(|info| CpuIdentity::from_proc_cpuinfo(info.text())),
-            counterhal_x86::cpu_identity(&counterhal_x86::CpuidInstruction),
-        ) else {
-            counterhal_conformance::skip!(
-                Need::Platform,
-                "needs /proc/cpuinfo and an x86 CPU to compare"
-            );
-        };
-        assert_eq!(from_os, from_cpuid);
-        assert_eq!(detect_cpu(), Some(from_os));
     }
 }

@@ -62,7 +62,8 @@
 //! use counterhal::advanced::MultiSet;
 //! let backend = open_default()?;
 //! let mut cpus = MultiSet::open(&backend, &[backend.resolve("cpu-clock")?],
-//!                               &Target::all_cpus(), &OpenOptions::default())?;
+//!                               &Target::all_cpus(), &OpenOptions::default(),
+//!                               backend.context().system())?;
 //! cpus.enable()?;
 //! std::thread::sleep(std::time::Duration::from_millis(100));
 //! for (place, readings) in cpus.read_each()? {
@@ -147,6 +148,7 @@ pub mod cgroups;
 mod chosen;
 #[cfg(unix)]
 mod command;
+mod context;
 #[cfg(unix)]
 mod control;
 #[cfg(feature = "criterion")]
@@ -164,9 +166,10 @@ mod setup;
 mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
-pub use chosen::{Chosen, Context, PartialSet};
+pub use chosen::{Chosen, PartialSet};
 #[cfg(unix)]
 pub use command::CommandCount;
+pub use context::Context;
 #[cfg(unix)]
 pub use control::{Control, ControlCommand};
 pub use group::AnyGroup;

@@ -12,6 +12,7 @@ use counterhal_hal::{
 use crate::attach::MultiSet;
 use crate::attach::Target;
 use crate::group::AnyGroup;
+use counterhal_system::System;
 
 /// The events of one list as `perf stat -e` takes them: split at commas, but not inside a PMU event's `/.../` (whose
 /// terms are comma-separated: `cpu/event=0x3c,umask=0x1/`) or a group's `{...}`.
@@ -45,6 +46,7 @@ pub fn split_event_list(list: &str) -> Vec<&str> {
 /// refusal is returned as it came.
 pub(crate) fn open_on<B>(
     backend: &B,
+    system: &System,
     events: Vec<ResolvedEvent>,
     target: &Target,
     options: &OpenOptions,
@@ -57,7 +59,7 @@ where
         Some(domain) => in_domain(backend.capabilities(), events, domain)?,
         None => events,
     };
-    let refused = match open_exactly(backend, events.clone(), target, options) {
+    let refused = match open_exactly(backend, system, events.clone(), target, options) {
         Err(refused)
             if refused.kind() == ErrorKind::PermissionDenied
                 && options.domain.is_none()
@@ -81,7 +83,7 @@ where
     if fell_back.is_empty() {
         return Err(refused);
     }
-    match open_exactly(backend, user, target, options) {
+    match open_exactly(backend, system, user, target, options) {
         Ok(set) => Ok(set.with_note(Some(user_space_note(&fell_back, &refused)))),
         // Refused for another cause too (no such PMU here): that one is the real blocker.
         Err(e) if e.kind() != ErrorKind::PermissionDenied => Err(e),
@@ -209,6 +211,7 @@ fn in_domain(
 /// sums.
 fn open_exactly<B>(
     backend: &B,
+    system: &System,
     events: Vec<ResolvedEvent>,
     target: &Target,
     options: &OpenOptions,
@@ -217,7 +220,7 @@ where
     B: Backend + ?Sized,
     AnyGroup: From<B::Group>,
 {
-    let targets = target.targets_inheriting(options.inherit)?;
+    let targets = target.targets_inheriting(options.inherit, system)?;
     let process = matches!(target, Target::Process(_) | Target::Processes(_));
     if let ([one], false) = (targets.as_slice(), process) {
         return Ok(counterhal_hal::open_set(backend, events, one, options)?.map_group(Into::into));
@@ -227,7 +230,8 @@ where
         .flat_map(|event| event.terms.iter())
         .map(|term| ResolvedEvent::single(term.request.clone()))
         .collect();
-    let summed = MultiSet::from_targets(&Mapped(backend), &terms, target, &targets, options)?;
+    let summed =
+        MultiSet::from_targets(&Mapped(backend), &terms, target, &targets, options, system)?;
     EventSet::over(AnyGroup::Targets(Box::new(summed)), events)
 }
 

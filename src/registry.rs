@@ -12,7 +12,8 @@ use std::sync::Arc;
 use counterhal_events::Database;
 use counterhal_hal::{Error, Given, Result};
 
-use crate::chosen::{AnyBackend, Context};
+use crate::chosen::AnyBackend;
+use crate::context::Context;
 
 /// One backend of this build, as the faces use it: its crate's registration (its `REGISTRATION`,
 /// a `counterhal_hal::Registration`), its functions taking a [`Context`].

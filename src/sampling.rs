@@ -50,7 +50,7 @@ impl Chosen {
         options: &SampleOptions,
     ) -> Result<AnySampler> {
         let backend = self.backend();
-        let target = match target.targets()?.as_slice() {
+        let target = match target.targets(self.context().system())?.as_slice() {
             [one] if !matches!(target, Target::Process(_) | Target::Processes(_)) => one.clone(),
             _ => {
                 return Err(Error::unsupported(format!(

@@ -155,7 +155,14 @@ impl<'b> EventSetBuilder<'b> {
             &self.events,
             &event,
         );
-        crate::open::open_on(self.backend, trial, &self.target, &self.options).map(drop)?;
+        crate::open::open_on(
+            self.backend,
+            self.backend.context().system(),
+            trial,
+            &self.target,
+            &self.options,
+        )
+        .map(drop)?;
         self.events.push(event);
         Ok(self.events.len() - 1)
     }
@@ -196,6 +203,7 @@ impl<'b> EventSetBuilder<'b> {
         }
         crate::open::open_on(
             self.backend,
+            self.backend.context().system(),
             self.events.clone(),
             &self.target,
             &self.options,

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::chosen::{Chosen, Context};
+use crate::chosen::Chosen;
+use crate::context::Context;
 use crate::registry::{self, OS, probe, probe_all, registration};
 use counterhal_hal::{Error, Result};
 

@@ -124,14 +124,19 @@ fn the_facade_reads_without_allocating() {
         .map(|n| backend.resolve(n).unwrap())
         .collect();
     let attach = Target::Process(std::process::id());
-    let mut threads =
-        match MultiSet::open(backend.backend(), &events, &attach, &OpenOptions::default()) {
-            Ok(set) => set,
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
-                skip!(Need::Privilege, "attaching to this process's threads: {e}")
-            }
-            Err(e) => panic!("{e}"),
-        };
+    let mut threads = match MultiSet::open(
+        backend.backend(),
+        &events,
+        &attach,
+        &OpenOptions::default(),
+        backend.context().system(),
+    ) {
+        Ok(set) => set,
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            skip!(Need::Privilege, "attaching to this process's threads: {e}")
+        }
+        Err(e) => panic!("{e}"),
+    };
     threads.enable().unwrap();
     let mut summed = [Reading::default(); 2];
     assert_eq!(allocations(|| threads.read(&mut summed).unwrap()), 0);

@@ -1844,22 +1844,23 @@ fn the_command_line_has_one_parser() {
 }
 
 /// The files that make this machine's `System` (`System::host()`) where a program starts: the
-/// command's options (`--sysfs` read there), serve's `run`, the facade's `Setup` (a program
-/// on the library: the C API's handle and the Python session open theirs there), libpapi's
-/// library value and the Slurm plugin's step.
+/// command's options (`--sysfs` read there), the facade's `Context::new` (a program on the
+/// library: `Setup`, the C API's handle, a Python session and serve, which takes the
+/// command's context, make theirs there), the Python module's functions that name no
+/// session, libpapi's library value and the Slurm plugin's step.
 const SYSTEM_MADE_AT_START: [&str; 5] = [
     "cli/src/options.rs",
     "papi/src/library.rs",
-    "serve/src/lib.rs",
+    "python/src/session.rs",
     "slurm/src/step.rs",
-    "src/setup.rs",
+    "src/context.rs",
 ];
 
 /// The files that still make a `System` of their own below a program's start, rather than
 /// take the one made there. This list may only shrink: take the `System` as a parameter (or
 /// from the `Context`, the library value or the session that carries it) and take the file
 /// out.
-const STILL_MAKE_A_SYSTEM: [&str; 24] = [
+const STILL_MAKE_A_SYSTEM: [&str; 13] = [
     "backend-linux/src/backend/assemble.rs",
     "backend-linux/src/bpf_cgroup/bpf_mode.rs",
     "backend-linux/src/bpf_cgroup/btf.rs",
@@ -1867,23 +1868,12 @@ const STILL_MAKE_A_SYSTEM: [&str; 24] = [
     "backend-linux/src/bpf_cgroup/shared.rs",
     "backend-linux/src/cgroup.rs",
     "backend-linux/src/lib.rs",
-    "capi/src/metrics.rs",
-    "cli/src/info.rs",
-    "cli/src/report.rs",
-    "cli/src/stat/measure/attached.rs",
-    "cli/src/stat/measure/results.rs",
     "papi/src/abi/info.rs",
     "papi/src/device_types.rs",
     "papi/src/info.rs",
     "papi/src/names.rs",
     "papi/src/topology.rs",
     "papi/src/uncore.rs",
-    "python/src/listing.rs",
-    "src/attach.rs",
-    "src/cgroups.rs",
-    "src/chosen.rs",
-    "src/metrics/counter.rs",
-    "src/metrics/machine.rs",
 ];
 
 /// The files of `src` whose module is declared under a `#[cfg(...test...)]` attribute (a test
@@ -1958,13 +1948,5 @@ fn a_system_is_made_only_where_a_program_starts() {
         "STILL_MAKE_A_SYSTEM",
         "take the System made where the program starts (a parameter, the Context, the \
          library value), do not make one here",
-    );
-    let serve_lib = std::fs::read_to_string(root().join("serve/src/lib.rs")).unwrap();
-    assert_eq!(
-        without_test_items(&serve_lib)
-            .matches("System::host()")
-            .count(),
-        1,
-        "serve makes one System, in run"
     );
 }

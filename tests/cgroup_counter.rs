@@ -103,7 +103,9 @@ fn run_in(cgroup: &Path) {
 
 /// The counter in `mode`, or why the test cannot run (as a skip).
 fn counter(chosen: &Chosen, mode: CgroupModeChoice) -> Result<BoxedCgroupCounter> {
-    let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+    let cpus: Vec<u32> = counterhal::online_cpus(&counterhal::system::System::host())
+        .iter()
+        .collect();
     chosen.cgroup_counter(&EVENTS, &cpus, mode)
 }
 
@@ -215,7 +217,9 @@ fn bpf_mode_counts_as_perf_events_and_perf_at_every_level() {
         .iter()
         .map(|l| l.strip_prefix(&unified).unwrap().display().to_string())
         .collect();
-    let cpus = counterhal::online_cpus().iter().count();
+    let cpus = counterhal::online_cpus(&counterhal::system::System::host())
+        .iter()
+        .count();
     let perf = PerfStat::start(&names, EVENTS.len() * names.len() * cpus);
     // Work at two levels: the leaf and its parent.
     run_in(&nested.levels[2]);
@@ -375,7 +379,9 @@ fn the_map_holds_the_followed_cgroups_alone() {
     let second = Nested::new(&top.path, &["second"]);
     let mut options = CgroupCounterOptions::new(CgroupModeChoice::Bpf, Some(unified));
     options.capacity = 1;
-    let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+    let cpus: Vec<u32> = counterhal::online_cpus(&counterhal::system::System::host())
+        .iter()
+        .collect();
     let mut bpf = match chosen.cgroup_counter_with(&EVENTS, &cpus, options) {
         Ok(counter) => counter,
         Err(e) if e.kind() == ErrorKind::Unsupported => {
@@ -415,7 +421,9 @@ fn grouped_events_count_as_alone_in_both_modes() {
         Ok(setting) => setting,
         Err((need, why)) => skip!(need, "{why}"),
     };
-    let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+    let cpus: Vec<u32> = counterhal::online_cpus(&counterhal::system::System::host())
+        .iter()
+        .collect();
     let grouped = |mode| {
         let mut options = CgroupCounterOptions::new(mode, Some(unified.clone()));
         options.groups = vec![vec![1, 0]];
@@ -476,7 +484,7 @@ fn bpf_setting(name: &str) -> std::result::Result<(Chosen, PathBuf, TestCgroup),
         let why = "BPF and whole-CPU counting take root on Linux";
         return Err((Need::Privilege, why.into()));
     }
-    let Ok(unified) = counterhal::cgroups::unified_root() else {
+    let Ok(unified) = counterhal::cgroups::unified_root(&counterhal::system::System::host()) else {
         return Err((Need::System, "no cgroup2 file system is mounted".into()));
     };
     match TestCgroup::new(&unified, name) {

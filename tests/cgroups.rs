@@ -29,7 +29,10 @@ macro_rules! linux_or_skip {
 
 /// A cgroup for the test below the cgroup mount, if one can be made here.
 fn test_cgroup(what: &str) -> Option<TestCgroup> {
-    TestCgroup::new(&counterhal::cgroups::root().ok()?, &format!("lib-{what}"))
+    TestCgroup::new(
+        &counterhal::cgroups::root(&counterhal::system::System::host()).ok()?,
+        &format!("lib-{what}"),
+    )
 }
 
 #[test]
@@ -49,6 +52,7 @@ fn a_cgroup_counts_only_while_its_tasks_run() {
             std::slice::from_ref(&task_clock),
             &Target::cgroup(path, None),
             &OpenOptions::ungrouped(),
+            &counterhal::system::System::host(),
         )
     };
     let (mut in_busy, mut in_idle) = match (open(&busy.path), open(&idle.path)) {

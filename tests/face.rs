@@ -628,6 +628,7 @@ fn a_process_is_read_per_thread_and_labelled_so() {
         &[event],
         &Target::process(std::process::id()),
         &OpenOptions::default(),
+        &counterhal::system::System::host(),
     )
     .unwrap();
     let threads: Vec<u32> = std::fs::read_dir("/proc/self/task")
@@ -967,7 +968,7 @@ mod beside_both {
         let _ = (open_default, query::<Chosen>);
         let _ = std::mem::size_of::<Option<EventSetBuilder<'static>>>();
         let _ = std::mem::size_of::<Option<Record<'static>>>();
-        online_cpus().len()
+        online_cpus(&counterhal::system::System::host()).len()
     }
 }
 

@@ -35,6 +35,7 @@ code = 0xc0
 #[test]
 fn deprecated_events_are_listed_apart_and_precise_ones_marked() {
     let context = Context::from_parts(
+        counterhal::system::System::host(),
         Arc::new(Database::from_toml_str("marks.toml", FILE).unwrap()),
         None,
         Some("markcore".to_string()),
@@ -77,6 +78,7 @@ umasks = [
 ]
 "#;
     let context = Context::from_parts(
+        counterhal::system::System::host(),
         Arc::new(Database::from_toml_str("marks.toml", &file).unwrap()),
         None,
         Some("markcore".to_string()),

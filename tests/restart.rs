@@ -73,6 +73,7 @@ fn a_multi_set_restarted_counts_every_window() {
         &events,
         &Target::ThisThread,
         &OpenOptions::default(),
+        &counterhal::system::System::host(),
     )
     .unwrap();
     let (mut total, mut clock) = (0, 0);

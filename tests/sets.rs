@@ -237,7 +237,13 @@ fn a_process_whose_threads_come_and_go_is_counted_without_an_error() {
     while rounds < 2000 && std::time::Instant::now() < deadline {
         rounds += 1;
         let round = (|| -> counterhal::Result<()> {
-            let mut set = MultiSet::open(&backend, &events, &attach, &OpenOptions::default())?;
+            let mut set = MultiSet::open(
+                &backend,
+                &events,
+                &attach,
+                &OpenOptions::default(),
+                &counterhal::system::System::host(),
+            )?;
             set.enable()?;
             let mut last = vec![0u64; events.len()];
             for _ in 0..3 {

@@ -74,6 +74,7 @@ fn a_process_is_every_thread_it_has_and_creates() {
         &[task_clock],
         &attach,
         &OpenOptions::ungrouped(),
+        &counterhal::system::System::host(),
     ) {
         Ok(set) => set,
         Err(e) if e.kind() == ErrorKind::PermissionDenied => {
@@ -114,6 +115,7 @@ fn a_process_that_does_not_exist_is_not_found() {
         &[task_clock],
         &Target::Process(u32::MAX),
         &OpenOptions::ungrouped(),
+        &counterhal::system::System::host(),
     ) else {
         panic!("opened on a process that does not exist");
     };
@@ -130,7 +132,7 @@ fn a_process_that_does_not_exist_is_not_found() {
 #[test]
 fn a_cpu_list_past_the_online_cpus_is_refused_before_it_is_expanded() {
     let backend = backend_or_skip!();
-    let online = counterhal::online_cpus();
+    let online = counterhal::online_cpus(&counterhal::system::System::host());
     let past = online.last().unwrap() + 1;
     let started = std::time::Instant::now();
     for cpus in [
@@ -211,6 +213,7 @@ fn all_cpus_read_per_cpu_and_summed() {
         &[cpu_clock],
         &Target::AllCpus,
         &OpenOptions::ungrouped(),
+        &counterhal::system::System::host(),
     ) {
         Ok(set) => set,
         Err(e) if e.kind() == ErrorKind::PermissionDenied => {
@@ -218,7 +221,7 @@ fn all_cpus_read_per_cpu_and_summed() {
         }
         Err(e) => panic!("{e}"),
     };
-    let online = online_cpus();
+    let online = online_cpus(&counterhal::system::System::host());
     assert_eq!(set.places().count() as u64, online.len());
     set.enable().unwrap();
     spin_cpu(20);
@@ -366,6 +369,7 @@ fn every_backend_takes_each_place_or_says_unsupported() {
                 std::slice::from_ref(&event),
                 &attach,
                 &OpenOptions::default(),
+                &counterhal::system::System::host(),
             ) {
                 Ok(mut set) => {
                     set.enable().unwrap();
@@ -530,7 +534,7 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     let Ok(msr) = std::fs::read_to_string(real.join("msr/type")) else {
         skip!(Need::System, "no msr PMU in sysfs to lend its type");
     };
-    let cpus = counterhal::online_cpus();
+    let cpus = counterhal::online_cpus(&counterhal::system::System::host());
     if cpus.len() < 2 {
         skip!(Need::System, "one CPU online: every CPU is the cpumask's");
     }
@@ -582,7 +586,13 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     assert_eq!(events[1].unit, None);
     assert_eq!(joules.apply(1 << 32), 1.0);
     let opened = |target: &Target| {
-        let mut set = match MultiSet::open(&backend, &events, target, &OpenOptions::ungrouped()) {
+        let mut set = match MultiSet::open(
+            &backend,
+            &events,
+            target,
+            &OpenOptions::ungrouped(),
+            &counterhal::system::System::host(),
+        ) {
             Ok(set) => set,
             Err(e) if e.kind() == ErrorKind::PermissionDenied => return None,
             Err(e) => panic!("{target:?}: {e}"),

@@ -70,7 +70,7 @@ impl MetricsC {
         id: u32,
         cpus: Option<&str>,
     ) -> CResult<MetricsC> {
-        let attach = crate::set::attach(kind, id, cpus)?;
+        let attach = crate::set::attach(handle, kind, id, cpus)?;
         let inner = handle.inner.clone();
         let options = facade::OpenOptions::default();
         let set = inner.chosen.open_metrics(&[names], &attach, &options)?;
@@ -163,12 +163,12 @@ impl MetricsC {
 pub(crate) fn events_needed(handle: &Handle, names: &str) -> CResult<Vec<String>> {
     use facade::metrics;
     let chosen = metrics::chosen(&[names.to_string()], handle.inner.chosen.cpu_model())?;
-    // The handle counts on this machine: its facts are this machine's.
-    let system = facade::system::System::host();
+    // The handle counts on its backend's system: its facts are that system's.
+    let machine = metrics::Machine::new(handle.inner.chosen.context().system().clone());
     for metric in &chosen {
-        metrics::readable(&system, metric)?;
+        metrics::readable(&machine, metric)?;
     }
-    Ok(metrics::events_needed(&system, &chosen))
+    Ok(metrics::events_needed(&machine, &chosen))
 }
 
 /// Refused: built without metrics.

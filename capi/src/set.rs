@@ -119,16 +119,17 @@ pub struct Set {
 impl Set {
     /// An empty set counting on `kind` (a [`target`] constant) with `id` or `cpus`.
     pub(crate) fn new(handle: &Handle, kind: i32, id: u32, cpus: Option<&str>) -> CResult<Set> {
-        Ok(Set::on(handle, attach(kind, id, cpus)?))
+        Ok(Set::on(handle, attach(handle, kind, id, cpus)?))
     }
 
     /// An empty set counting what runs in control group `cgroup` (a path below the cgroup
     /// mount, as `perf stat -G` takes it, found by [`facade::cgroups::find`]) on the CPUs of
     /// `cpus` (every online CPU where `None`).
     pub(crate) fn for_cgroup(handle: &Handle, cgroup: &str, cpus: Option<&str>) -> CResult<Set> {
-        let path = facade::cgroups::find(cgroup)?;
+        let system = handle.inner.chosen.context().system();
+        let path = facade::cgroups::find(system, cgroup)?;
         let cpus = match cpus {
-            Some(text) => Some(CpuList::parse_within(text, &facade::online_cpus())?),
+            Some(text) => Some(CpuList::parse_within(text, &facade::online_cpus(system))?),
             None => None,
         };
         Ok(Set::on(handle, Attach::cgroup(path, cpus)))
@@ -497,8 +498,8 @@ impl Set {
 }
 
 /// Where `kind` (a [`target`] constant) with `id` or `cpus` counts, as `counterhal_set_create_for`
-/// and `counterhal_metrics_open` take it.
-pub(crate) fn attach(kind: i32, id: u32, cpus: Option<&str>) -> CResult<Attach> {
+/// and `counterhal_metrics_open` take it, on `handle`'s system.
+pub(crate) fn attach(handle: &Handle, kind: i32, id: u32, cpus: Option<&str>) -> CResult<Attach> {
     let needs_id = |what: &str| {
         Failure::new(
             code::INVALID_ARGUMENT,
@@ -521,7 +522,8 @@ pub(crate) fn attach(kind: i32, id: u32, cpus: Option<&str>) -> CResult<Attach> 
                     "COUNTERHAL_TARGET_CPUS needs a CPU list",
                 )
             })?;
-            let list = CpuList::parse_within(text, &facade::online_cpus())?;
+            let system = handle.inner.chosen.context().system();
+            let list = CpuList::parse_within(text, &facade::online_cpus(system))?;
             Attach::Cpus(list)
         }
         other => {

@@ -309,7 +309,7 @@ fn as_nobody_events_count_user_space_with_a_note_and_the_kernel_is_refused() {
 /// and the wall clock (one spinning task runs at most the time counted).
 #[test]
 fn a_cgroup_set_counts_what_runs_in_the_group() {
-    let root = facade::cgroups::root().ok();
+    let root = facade::cgroups::root(&facade::system::System::host()).ok();
     let cgroup = |what: &str| TestCgroup::new(root.as_ref()?, &format!("capi-{what}"));
     let (Some(mut busy), Some(idle)) = (cgroup("busy"), cgroup("idle")) else {
         skip!(

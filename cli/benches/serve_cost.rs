@@ -238,7 +238,7 @@ fn costs(accounting: &Accounting, per_round: usize) {
         return;
     }
 
-    let Ok(root) = counterhal::cgroups::root() else {
+    let Ok(root) = counterhal::cgroups::root(&counterhal::system::System::host()) else {
         println!("in {CGROUPS} cgroups: SKIPPED: no cgroup mount");
         return;
     };
@@ -632,7 +632,7 @@ impl Accounting {
             return Accounting { parent: None };
         };
         sweep(&mount);
-        if let Ok(root) = counterhal::cgroups::root() {
+        if let Ok(root) = counterhal::cgroups::root(&counterhal::system::System::host()) {
             sweep(&root);
         }
         Accounting {

@@ -344,7 +344,7 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
         // A root without PMUs is refused before anything is encoded.
         args.sysfs.devices()?;
     }
-    let system = args.sysfs.system();
+    let machine = counterhal::metrics::Machine::new(args.sysfs.system());
     let metrics = counterhal::metrics::chosen(&args.metrics, context.model())
         .map_err(|e| CliError::usage(e, USAGE))?;
     let mut encoder = Encoder {
@@ -365,7 +365,7 @@ pub fn run(args: EncodeArgs) -> Result<ExitCode, CliError> {
         if !encoder.json {
             _ = writeln!(encoder.out, "{} = {}", metric.name, metric.expression());
         }
-        for name in counterhal::metrics::events_needed(&system, &[metric]) {
+        for name in counterhal::metrics::events_needed(&machine, &[metric]) {
             encoder.one(&name, Some(metric.name));
         }
     }

@@ -157,7 +157,7 @@ fn cgroups(out: &mut String, system: &System) {
 pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
     let mut out = String::new();
     let context = args.database.context()?;
-    let system = System::host();
+    let system = context.system();
     _ = writeln!(out, "counterhal {}", env!("CARGO_PKG_VERSION"));
     match system.os_release() {
         Some(release) => _ = writeln!(out, "OS:      {OS} {release}"),
@@ -170,7 +170,7 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
     // Where the kernel has no core PMU (a VM without one), hardware events are refused
     // whatever the model says.
     let cores = if cfg!(target_os = "linux") {
-        Some(core_pmus(&system))
+        Some(core_pmus(system))
     } else {
         None
     };
@@ -210,10 +210,10 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
             .perf_event_paranoid()
             .map_or_else(|| "unknown".into(), |level| level.to_string());
         _ = writeln!(out, "perf_event_paranoid: {paranoid}");
-        let rdpmc = rdpmc_status(&system, cores.as_deref().unwrap_or_default());
+        let rdpmc = rdpmc_status(system, cores.as_deref().unwrap_or_default());
         _ = writeln!(out, "rdpmc:   {rdpmc}");
         #[cfg(feature = "serve")]
-        cgroups(&mut out, &system);
+        cgroups(&mut out, system);
     }
     _ = writeln!(out, "backends:");
     let probes = counterhal::probe_all(&context);
@@ -234,7 +234,7 @@ pub fn run(args: InfoArgs) -> Result<ExitCode, CliError> {
                         format!(
                             "; {}: hardware events are refused, software events and \
                              tracepoints count",
-                            no_core_pmu(&system)
+                            no_core_pmu(system)
                         )
                     } else {
                         String::new()

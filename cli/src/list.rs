@@ -463,8 +463,8 @@ pub fn run(args: ListArgs) -> Result<ExitCode, CliError> {
                 .as_ref()
                 .and_then(|b| crate::stat::plan::runnable::unknown_here(b, event))
         };
-        let (offered, _) =
-            offered(&args.sysfs.system(), context.model(), &resolve).map_err(CliError::failed)?;
+        let (offered, _) = offered(&args.sysfs.system().into(), context.model(), &resolve)
+            .map_err(CliError::failed)?;
         let lower = pattern.to_ascii_lowercase();
         let metrics: Vec<&MetricDef> = offered
             .into_iter()

@@ -4,7 +4,6 @@
 use counterhal::{Context, OS, REGISTRY, Registration};
 use counterhal_conformance::{CaseResult, Outcome, Report};
 use counterhal_hal::DeviceKind;
-use counterhal_system::System;
 use serde_json::{Value, json};
 
 /// A report for a backend that could not run any case, with the reason.
@@ -67,7 +66,7 @@ fn etc_hostname() -> Option<String> {
 /// The JSON document `counterhal check --json` writes: the machine, OS, CPU, and per backend
 /// and device kind, each case's result and reason.
 pub fn json_report(context: &Context, reports: &[Report]) -> Value {
-    let system = System::host();
+    let system = context.system();
     json!({
         "counterhal": env!("CARGO_PKG_VERSION"),
         "machine": system.hostname().or_else(etc_hostname),

@@ -76,7 +76,7 @@ fn bpf_counters_count_each_cgroup_as_perf_does() {
             "perf is not installed (apt-get install linux-perf)"
         );
     }
-    let Ok(unified) = counterhal::cgroups::unified_root() else {
+    let Ok(unified) = counterhal::cgroups::unified_root(&counterhal::system::System::host()) else {
         skip!(Need::System, "no cgroup2 file system is mounted");
     };
     let Some(top) = TestCgroup::new(&unified, "bpf-stat") else {

@@ -769,7 +769,7 @@ fn a_slurm_job_on_cgroup_v1_is_counted_whole_by_srun_and_serve() {
 fn a_v1_perf_event_hierarchy_leaves_the_bpf_mode_counting() {
     let _alone = alone();
     serve_or_skip!();
-    let Ok(unified) = counterhal::cgroups::unified_root() else {
+    let Ok(unified) = counterhal::cgroups::unified_root(&counterhal::system::System::host()) else {
         skip!(Need::System, "no cgroup2 file system is mounted");
     };
     if !Path::new("/usr/bin/time").exists() {

@@ -45,7 +45,7 @@ macro_rules! cgroups_or_skip {
                 "making cgroups and counting whole CPUs takes root"
             );
         }
-        match counterhal::cgroups::root() {
+        match counterhal::cgroups::root(&counterhal::system::System::host()) {
             Ok(root) => root,
             Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
         }
@@ -339,7 +339,7 @@ fn cgroups_need_cpus_events_before_them_and_a_cgroup_that_exists() {
         ],
         "cannot be used with",
     );
-    let Ok(root) = counterhal::cgroups::root() else {
+    let Ok(root) = counterhal::cgroups::root(&counterhal::system::System::host()) else {
         skip!(Need::System, "no cgroup mount to look names up in");
     };
     let missing = root.join("counterhal-no-such-cgroup");

@@ -36,7 +36,7 @@ macro_rules! unified_or_skip {
                 "making cgroups and loading BPF take root here"
             );
         }
-        match counterhal::cgroups::unified_root() {
+        match counterhal::cgroups::unified_root(&counterhal::system::System::host()) {
             Ok(root) => root,
             Err(e) => skip!(Need::System, "no cgroup2 file system is mounted: {e}"),
         }
@@ -81,7 +81,7 @@ fn a_thousand_cgroups_cost_the_bpf_mode_no_descriptors() {
     }
     let events = "task-clock,page-faults,context-switches,cpu-migrations";
     let pattern = format!("^{}/", parent.name);
-    let cpus = counterhal::online_cpus().len() as usize;
+    let cpus = counterhal::online_cpus(&counterhal::system::System::host()).len() as usize;
     let many = bpf_or_skip!(["-e", events, "--cgroups", &pattern, "--max-cgroups", "1000"]);
     let (fds, rss, took) = twenty_scrapes(&many, 1000);
     drop(many);
@@ -404,7 +404,10 @@ fn the_bpf_mode_counts_work_on_every_cpu() {
             })
             .collect()
     };
-    for cpu in counterhal::online_cpus().iter().map(|c| c.to_string()) {
+    for cpu in counterhal::online_cpus(&counterhal::system::System::host())
+        .iter()
+        .map(|c| c.to_string())
+    {
         let (bpf_before, perf_events_before) = (bpf.scrape(), perf_events.scrape());
         let mut work = Command::new("taskset")
             .args(["-c", &cpu, "sh", "-c", WORK])

@@ -134,7 +134,7 @@ fn three_hundred_pods_of_software_events_are_eight_series_each() {
     if !running_as_root() {
         skip!(Need::Privilege, "making cgroups takes root");
     }
-    let mount = match counterhal::cgroups::root() {
+    let mount = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };
@@ -238,7 +238,7 @@ fn the_daemonsets_metrics_on_six_hardware_events_are_ten_series_a_pod() {
     };
     let command = crate::serve_examples::command_of(&container);
     let metrics = crate::serve_examples::after(&command, "-M").expect("the DaemonSet's -M");
-    let mount = match counterhal::cgroups::root() {
+    let mount = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };

@@ -228,7 +228,7 @@ fn an_answer_is_written_with_one_system_call() {
 fn a_cgroup_that_appears_is_read_once_per_scrape_with_the_rest() {
     serve_or_skip!();
     strace_or_skip!();
-    let root = match counterhal::cgroups::root() {
+    let root = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };

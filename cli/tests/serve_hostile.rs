@@ -246,7 +246,7 @@ macro_rules! unified_or_skip {
         if !running_as_root() {
             skip!(Need::Privilege, "making cgroups takes root here");
         }
-        match counterhal::cgroups::unified_root() {
+        match counterhal::cgroups::unified_root(&counterhal::system::System::host()) {
             Ok(root) => root,
             Err(e) => skip!(Need::System, "no cgroup2 file system is mounted: {e}"),
         }
@@ -446,7 +446,7 @@ fn churn_beside_a_live_cgroup(root: &Path, mode: &str) {
         .trim()
         .parse()
         .expect("the churn's count");
-    let cpus = counterhal::online_cpus().len() as usize;
+    let cpus = counterhal::online_cpus(&counterhal::system::System::host()).len() as usize;
     // The live cgroup's counters: one event on each CPU, in the perf-event mode.
     let live_costs = if mode == "perf-events" { cpus } else { 0 };
     // The follower's last look after the last removal (on a busy machine it may come late:

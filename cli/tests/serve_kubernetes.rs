@@ -81,7 +81,7 @@ fn a_cgroups_counts_are_summed_over_the_cpus_unless_per_cpu() {
     if !running_as_root() || !runs("python3", &["-c", "pass"]) {
         skip!(Need::Privilege, "making cgroups takes root, and python3");
     }
-    let root = match counterhal::cgroups::root() {
+    let root = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };
@@ -161,7 +161,9 @@ fn a_cgroups_counts_are_summed_over_the_cpus_unless_per_cpu() {
 
     let (_, text) = get(per_cpu.address, "/metrics", None);
     let each = samples(&text, "counterhal_event_total", &label);
-    let cpus = counterhal::online_cpus().iter().count();
+    let cpus = counterhal::online_cpus(&counterhal::system::System::host())
+        .iter()
+        .count();
     assert_eq!(each.len(), cpus, "one series per CPU: {each:?}");
     assert!(each.iter().all(|(labels, _)| labels.contains("cpu=\"")));
     let total: f64 = each.iter().map(|(_, v)| v).sum();
@@ -356,7 +358,7 @@ fn a_users_copy_of_the_kubepods_layout_gets_no_pod_labels() {
             "cannot run mkdir as nobody: no setpriv (util-linux)"
         );
     };
-    let mount = match counterhal::cgroups::root() {
+    let mount = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(mount) => mount,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };
@@ -449,7 +451,7 @@ fn containers_are_named_from_the_kubelets_links_as_chosen() {
     if !running_as_root() {
         skip!(Need::Privilege, "making cgroups takes root");
     }
-    let mount = match counterhal::cgroups::root() {
+    let mount = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(mount) => mount,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };
@@ -660,7 +662,7 @@ fn the_daemonsets_command_line_gives_prometheus_pod_labels_over_tls() {
             "python3 with PyYAML (Debian's python3-yaml) is not installed to read the DaemonSet"
         );
     };
-    let root = match counterhal::cgroups::root() {
+    let root = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };

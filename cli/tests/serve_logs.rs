@@ -260,7 +260,7 @@ fn every_line_serve_writes_is_logfmt() {
         "--web.config.file",
         web.to_str().unwrap(),
     ];
-    if counterhal::cgroups::root().is_ok() {
+    if counterhal::cgroups::root(&counterhal::system::System::host()).is_ok() {
         // Every top-level cgroup matched, one followed.
         args.extend(["--cgroups", "^[^/]+$", "--max-cgroups", "1"]);
     }

@@ -116,7 +116,7 @@ macro_rules! cgroups_or_skip {
         if !running_as_root() {
             skip!(Need::Privilege, "making cgroups takes root");
         }
-        match counterhal::cgroups::root() {
+        match counterhal::cgroups::root(&counterhal::system::System::host()) {
             Ok(root) => root,
             Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
         }
@@ -231,7 +231,7 @@ fn ready_means_a_counter_counts() {
     );
     assert_eq!(get(starved.address, "/-/healthy", None).0, Some(200));
     let (_, body) = get(starved.address, "/metrics", None);
-    let cpus = counterhal::online_cpus().len() as f64;
+    let cpus = counterhal::online_cpus(&counterhal::system::System::host()).len() as f64;
     assert_eq!(
         sample(&body, "counterhal_places_unopened"),
         Some(cpus),

@@ -134,7 +134,7 @@ fn a_burst_of_containers_on_busy_cpus_is_counted_whole_or_said_late() {
     let _root = crate::unified_or_skip!();
     let (image, bpf, perf_events) = podman_and_both_modes_or_skip!();
     // Every CPU busy, at the priority of the runtimes, while the burst starts.
-    let cpus = counterhal::online_cpus().len() as usize;
+    let cpus = counterhal::online_cpus(&counterhal::system::System::host()).len() as usize;
     let mut spinners: Vec<_> = (0..cpus)
         .map(|_| {
             Command::new("sh")

@@ -284,13 +284,15 @@ fn prometheus_finds_one_cpu_second_per_second_of_a_pinned_busy_loop_in_its_cgrou
             "making cgroups and counting every CPU takes root"
         );
     }
-    let root = match counterhal::cgroups::root() {
+    let root = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };
     let mut busy = TestCgroup::new(&root, "serve").expect("make a cgroup");
     busy.spin();
-    let cpu = counterhal::online_cpus().last().unwrap_or(0);
+    let cpu = counterhal::online_cpus(&counterhal::system::System::host())
+        .last()
+        .unwrap_or(0);
     for pid in busy.busy_pids() {
         let pinned = Command::new("taskset")
             .args(["-p", "-c", &cpu.to_string(), &pid.to_string()])
@@ -386,7 +388,7 @@ fn the_busy_loop_as_prometheus_finds_it(
     let online = prometheus.query("counterhal_machine_fact{fact=\"num_cpus_online\"}");
     assert_eq!(
         online.first().map(|(_, v)| *v),
-        Some(counterhal::online_cpus().len() as f64),
+        Some(counterhal::online_cpus(&counterhal::system::System::host()).len() as f64),
         "{online:?}; {}",
         prometheus.health()
     );

@@ -70,7 +70,7 @@ fn slurmstepds_cgroups_get_job_step_and_task_labels() {
     if !running_as_root() {
         skip!(Need::Privilege, "making cgroups takes root");
     }
-    let mount = match counterhal::cgroups::root() {
+    let mount = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };

@@ -76,7 +76,7 @@ fn label<'a>(labels: &'a [(String, String)], name: &str) -> Option<&'a str> {
 /// `(socket, die)` of each online CPU as sysfs' `topology/physical_package_id` and
 /// `topology/die_id` have them (the die `None` where the kernel numbers none).
 fn topology() -> Vec<(String, Option<String>)> {
-    counterhal::online_cpus()
+    counterhal::online_cpus(&counterhal::system::System::host())
         .iter()
         .map(|cpu| {
             let read = |file: &str| {

@@ -80,7 +80,7 @@ fn per_cpu_series_carry_socket_and_die_and_cpus_counts_those_listed() {
             "lscpu is not installed (apt-get install util-linux)"
         );
     };
-    let online: Vec<String> = counterhal::online_cpus()
+    let online: Vec<String> = counterhal::online_cpus(&counterhal::system::System::host())
         .iter()
         .map(|c| c.to_string())
         .collect();

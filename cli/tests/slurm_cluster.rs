@@ -170,7 +170,7 @@ impl Cluster {
     ) -> Result<(), (Need, String)> {
         let node = hostname();
         let dir = self.dir.display();
-        let cpus = counterhal::online_cpus().len();
+        let cpus = counterhal::online_cpus(&counterhal::system::System::host()).len();
         // Each node's own spool, log and pid file where there are two (`%n`: its name).
         let (tracking, nodes, own) = match self.layout {
             Layout::TwoNodes => (

@@ -18,12 +18,13 @@ fn cluster() -> Result<(Cluster, PathBuf), (Need, String)> {
     if !running_as_root() {
         return Err((Need::Privilege, "slurmd runs as root".into()));
     }
-    let mount = counterhal::cgroups::unified_root().map_err(|e| {
-        (
-            Need::System,
-            format!("no cgroup2 file system is mounted: {e}"),
-        )
-    })?;
+    let mount =
+        counterhal::cgroups::unified_root(&counterhal::system::System::host()).map_err(|e| {
+            (
+                Need::System,
+                format!("no cgroup2 file system is mounted: {e}"),
+            )
+        })?;
     let cluster = Cluster::start_with(&mount, Some(&plugstack()), "", false)?;
     Ok((cluster, work("work")))
 }

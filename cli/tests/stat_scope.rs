@@ -139,7 +139,7 @@ fn cpus_add_up_per_core_socket_die_and_node_as_perfs_do() {
             .sum();
         assert_eq!(
             cpus,
-            counterhal::online_cpus().len() as usize,
+            counterhal::online_cpus(&counterhal::system::System::host()).len() as usize,
             "{option}: every CPU once: {ours_shape:?}"
         );
         if perf_available() {

@@ -97,7 +97,12 @@ fn encode_prints_every_open_of_another_machines_pmus() {
         // perf's PMU syntax alone: the backend over the tree for no CPU model, whose opens
         // are those of the PMUs' own aliases (no model's uncore or core table names them).
         let database = std::sync::Arc::new(counterhal_events::Database::shipped().unwrap());
-        let context = counterhal::Context::from_parts(database, None, None);
+        let context = counterhal::Context::from_parts(
+            counterhal::system::System::host(),
+            database,
+            None,
+            None,
+        );
         let over_tree = counterhal::REGISTRY
             .iter()
             .find_map(|r| r.sysfs)

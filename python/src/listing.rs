@@ -4,7 +4,6 @@
 
 use counterhal::listing::{ListOptions, Listed};
 use counterhal::metrics;
-use counterhal::system::System;
 use pyo3::prelude::*;
 
 use crate::errors::OrRaise;
@@ -140,7 +139,7 @@ pub(crate) fn metric_list(
                 .iter()
                 .any(|g| g.to_ascii_lowercase().contains(&pattern))
     };
-    let system = System::host();
+    let machine = metrics::Machine::new(session.get().chosen.context().system().clone());
     let catalogue = metrics::catalogue(model).or_raise(py)?;
     Ok(catalogue
         .into_iter()
@@ -152,7 +151,7 @@ pub(crate) fn metric_list(
             scale: metric.scale,
             unit: metric.unit,
             model: metric.model,
-            events: metrics::events_needed(&system, &[metric]),
+            events: metrics::events_needed(&machine, &[metric]),
         })
         .collect())
 }

@@ -67,6 +67,13 @@ impl Session {
     }
 }
 
+/// The system the module's functions that take no session read (a target's CPUs online, a
+/// cgroup's mount): this machine's, made where Python uses it; a session reads its own
+/// (`chosen.context().system()`).
+pub(crate) fn module_system() -> counterhal::system::System {
+    counterhal::system::System::host()
+}
+
 /// The default session, opened on first use.
 static DEFAULT: PyOnceLock<Py<Session>> = PyOnceLock::new();
 

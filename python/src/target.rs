@@ -128,8 +128,10 @@ fn thread(tid: &Bound<'_, PyAny>) -> PyResult<Target> {
 #[pyfunction]
 fn cpu(cpu: &Bound<'_, PyAny>) -> PyResult<Target> {
     let cpu = whole_number(cpu, |cpu| {
-        counterhal::Error::invalid_input(format!("CPU {cpu} does not exist"))
-            .with_hint(format!("name CPUs among {}", counterhal::online_cpus()))
+        counterhal::Error::invalid_input(format!("CPU {cpu} does not exist")).with_hint(format!(
+            "name CPUs among {}",
+            counterhal::online_cpus(&crate::session::module_system())
+        ))
     })?;
     Ok(Target(counterhal::Target::cpu(cpu)))
 }
@@ -156,7 +158,7 @@ fn cgroup(py: Python<'_>, name: PathBuf, cpus: Option<&Bound<'_, PyAny>>) -> PyR
         true => name,
         false => {
             let name = name.to_string_lossy();
-            py.detach(|| counterhal::cgroups::find(&name))
+            py.detach(|| counterhal::cgroups::find(&crate::session::module_system(), &name))
                 .or_raise(py)?
         }
     };

@@ -213,6 +213,9 @@ pub struct Exporter {
     pub kubelet_logs: Option<KubeletLogs>,
     /// The counter of the cgroups followed (`None`: no cgroup is counted).
     pub cgroups: Option<Cgroups>,
+    /// The system's facts the metrics read (`counterhal_machine_fact`), read at the first
+    /// scrape that writes them and kept for the exporter's life.
+    pub machine: counterhal::metrics::Machine,
     /// The system whose facts the metrics read (`counterhal_machine_fact`) and whose CPUs'
     /// topology labels their series.
     pub system: counterhal_system::System,
@@ -276,6 +279,7 @@ impl Exporter {
             slurm: Slurmstepd::default(),
             kubelet_logs: None,
             cgroups,
+            machine: counterhal::metrics::Machine::new(system.clone()),
             system,
             cpus: None,
             topologies: HashMap::new(),
@@ -299,7 +303,7 @@ impl Exporter {
     /// at the next scrape, as is one left out for descriptors (beyond the budget, or refused
     /// for them by the kernel: said on standard error when their number changes).
     pub fn follow(&mut self, health: &Health) {
-        let counted = counted(&counterhal::online_cpus(), self.cpus.as_ref());
+        let counted = counted(&counterhal::online_cpus(&self.system), self.cpus.as_ref());
         self.follow_on(&counted, health);
         self.name_pods();
     }
@@ -948,11 +952,11 @@ mod tests {
     /// counter reads it in either mode.
     #[test]
     fn a_cpu_that_comes_online_is_counted_per_cgroup() {
-        let online = counterhal::online_cpus();
+        let online = counterhal::online_cpus(&counterhal_system::System::host());
         if !online.contains(0) || !online.contains(1) {
             skip!(Need::System, "CPUs 0 and 1 are not both online");
         }
-        let Ok(root) = counterhal::cgroups::unified_root() else {
+        let Ok(root) = counterhal::cgroups::unified_root(&counterhal_system::System::host()) else {
             skip!(Need::System, "no cgroup2 mount");
         };
         let Some(cgroup) = TestCgroup::new(&root, "serve-hotplug") else {
@@ -982,7 +986,13 @@ mod tests {
             Ok(None) => panic!("page-faults counts per cgroup"),
             Err(e) => skip!(Need::System, "no cgroup counting here: {e}"),
         };
-        let watch = Watch::new(&[format!("^{}$", cgroup.name)], None, 8).unwrap();
+        let watch = Watch::new(
+            &counterhal_system::System::host(),
+            &[format!("^{}$", cgroup.name)],
+            None,
+            8,
+        )
+        .unwrap();
         let budget = Budget::new(&counterhal_system::System::host(), 65_536, 4);
         let mut exporter = Exporter::new(
             counterhal_system::System::host(),
@@ -1041,7 +1051,7 @@ mod tests {
     /// `follow` reports it in either mode.
     #[test]
     fn a_cgroup_gone_before_its_counters_open_is_no_open_error() {
-        let Ok(root) = counterhal::cgroups::unified_root() else {
+        let Ok(root) = counterhal::cgroups::unified_root(&counterhal_system::System::host()) else {
             skip!(Need::System, "no cgroup2 mount");
         };
         let Some(cgroup) = TestCgroup::new(&root, "serve-gone") else {
@@ -1060,7 +1070,9 @@ mod tests {
             &["page-faults".to_string()],
         )
         .unwrap();
-        let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+        let cpus: Vec<u32> = counterhal::online_cpus(&counterhal_system::System::host())
+            .iter()
+            .collect();
         let cgroups = match Cgroups::open(
             &backend,
             &plan.exported,
@@ -1072,7 +1084,13 @@ mod tests {
             Ok(None) => panic!("page-faults counts per cgroup"),
             Err(e) => skip!(Need::System, "no cgroup counting here: {e}"),
         };
-        let watch = Watch::new(&[format!("^{}$", cgroup.name)], None, 8).unwrap();
+        let watch = Watch::new(
+            &counterhal_system::System::host(),
+            &[format!("^{}$", cgroup.name)],
+            None,
+            8,
+        )
+        .unwrap();
         let mut exporter = Exporter::new(
             counterhal_system::System::host(),
             backend,

@@ -28,6 +28,8 @@ use reach::Reach;
 /// What `--cgroups` follows.
 #[derive(Debug, Default)]
 pub struct Watch {
+    /// The system whose cgroup mount is walked.
+    system: counterhal_system::System,
     /// The cgroup mount; `None` without `--cgroups`.
     root: Option<PathBuf>,
     /// The items given, joined with commas (perf's list).
@@ -94,8 +96,10 @@ impl Tree {
     /// `/`) `look_in` takes and keeping the cgroups whose text `matches` takes; whether it
     /// walked. Where it stops short of directories at `PATH_MAX`, or at `levels` (if
     /// `levels_said`: not `--cgroup-depth`'s), it says so once.
+    #[allow(clippy::too_many_arguments)]
     fn refresh(
         &mut self,
+        system: &counterhal_system::System,
         root: &Path,
         levels: usize,
         levels_said: bool,
@@ -120,7 +124,7 @@ impl Tree {
         #[cfg(target_os = "linux")]
         let mut watching = watch.is_some();
         let mut adopting = Vec::new();
-        let walk = counterhal::cgroups::walk(root, levels, &mut |path, name| {
+        let walk = counterhal::cgroups::walk(system, root, levels, &mut |path, name| {
             let text = crate::labels::cgroup::text(name);
             if !look_in(&text) {
                 return false;
@@ -191,9 +195,17 @@ impl Watch {
     /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput) for a pattern that
     /// is not a regular expression (with the reason and where); as
     /// [`counterhal::cgroups::root`] where no cgroup file system is mounted.
-    pub fn new(items: &[String], depth: Option<usize>, max: usize) -> Result<Watch, Error> {
+    pub fn new(
+        system: &counterhal_system::System,
+        items: &[String],
+        depth: Option<usize>,
+        max: usize,
+    ) -> Result<Watch, Error> {
         if items.is_empty() && depth.is_none() {
-            return Ok(Watch::default());
+            return Ok(Watch {
+                system: system.clone(),
+                ..Watch::default()
+            });
         }
         let list = items.join(",");
         let patterns = counterhal::cgroups::is_pattern(&list);
@@ -202,7 +214,8 @@ impl Watch {
             false => (Vec::new(), Reach::default()),
         };
         Ok(Watch {
-            root: Some(counterhal::cgroups::root()?),
+            system: system.clone(),
+            root: Some(counterhal::cgroups::root(system)?),
             list,
             patterns,
             expressions,
@@ -279,6 +292,7 @@ impl Watch {
             let root_too = !self.every && self.list.split(',').any(str::is_empty);
             let (every, expressions, reach) = (self.every, &self.expressions, &self.reach);
             let walked = self.tree.refresh(
+                &self.system,
                 root,
                 levels,
                 self.depth.is_none(),
@@ -474,7 +488,7 @@ mod tests {
         use counterhal_conformance::fixtures::TestCgroup;
         use counterhal_conformance::skip;
         use counterhal_conformance::skip::Need;
-        let Ok(root) = counterhal::cgroups::unified_root() else {
+        let Ok(root) = counterhal::cgroups::unified_root(&counterhal_system::System::host()) else {
             skip!(Need::System, "no cgroup2 mount");
         };
         let Some(top) = TestCgroup::new(&root, "discovery-inotify") else {
@@ -686,7 +700,13 @@ mod tests {
 
     #[test]
     fn bad_patterns_are_refused_with_the_reason() {
-        let error = Watch::new(&["(a".to_string()], None, 4).unwrap_err();
+        let error = Watch::new(
+            &counterhal_system::System::host(),
+            &["(a".to_string()],
+            None,
+            4,
+        )
+        .unwrap_err();
         assert!(
             error.message().contains("--cgroups pattern `(a`"),
             "{error}"

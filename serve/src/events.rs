@@ -129,7 +129,7 @@ pub struct Plan {
 pub fn plan(system: &System, backend: &Chosen, names: &[String]) -> Result<Plan, Error> {
     let mut plan = Plan::default();
     let devices = system.pmus();
-    let online = counterhal::online_cpus();
+    let online = counterhal::online_cpus(system);
     for (at, name) in names.iter().enumerate() {
         if names[..at].contains(name) {
             return Err(Error::invalid_input(format!(

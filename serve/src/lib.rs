@@ -246,7 +246,10 @@ fn cgroup_counter(
     if !watch.follows() {
         return Ok((None, watch));
     }
-    let counted = counting::counted(&counterhal::online_cpus(), args.cpus.as_ref());
+    let counted = counting::counted(
+        &counterhal::online_cpus(backend.context().system()),
+        args.cpus.as_ref(),
+    );
     let cpus: Vec<u32> = counted.iter().collect();
     let not_bpf = match args.cgroup_mode {
         CgroupModeArg::Auto => hierarchies.perf_events_first(),
@@ -375,9 +378,10 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
         .transpose()
         .map_err(|e| Failure::usage(Error::invalid_input(e), USAGE))?;
     let backend = choose(context)?;
-    let system = counterhal_system::System::host();
+    // The system the command started with, carried in its context to every reader here.
+    let system = backend.context().system().clone();
     let mut names = args.event_names();
-    for event in counterhal::metrics::events_needed(&system, &metrics) {
+    for event in counterhal::metrics::events_needed(&system.clone().into(), &metrics) {
         if !names.contains(&event) {
             names.push(event);
         }
@@ -386,7 +390,7 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
         let error = Error::invalid_input("-e names no event");
         return Err(Failure::usage(error, USAGE));
     }
-    let online = counterhal::online_cpus();
+    let online = counterhal::online_cpus(&system);
     if counting::counted(&online, args.cpus.as_ref()).is_empty() {
         let only = args
             .cpus
@@ -399,7 +403,7 @@ pub fn run(args: Config, context: Context) -> Result<ExitCode, Failure> {
         return Err(Failure::usage(error, USAGE));
     }
     let depth = args.cgroup_depth.map(|n| n as usize);
-    let watch = discovery::Watch::new(&args.cgroups, depth, args.max_cgroups as usize)
+    let watch = discovery::Watch::new(&system, &args.cgroups, depth, args.max_cgroups as usize)
         .map_err(|e| Failure::usage(e, USAGE))?;
     let plan = events::plan(&system, &backend, &names).map_err(|e| Failure::usage(e, USAGE))?;
     if plan.exported.is_empty() {

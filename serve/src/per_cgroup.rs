@@ -186,7 +186,7 @@ mod linux {
                 CgroupModeArg::Bpf => CgroupModeChoice::Bpf,
                 CgroupModeArg::PerfEvents => CgroupModeChoice::PerfEvents,
             };
-            let unified_root = counterhal::cgroups::unified_root().ok();
+            let unified_root = counterhal::cgroups::unified_root(backend.context().system()).ok();
             let mut options = CgroupCounterOptions::new(mode, unified_root.clone());
             options.capacity = capacity;
             options.groups = crate::events::groups_among(events, &columns);

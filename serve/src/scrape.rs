@@ -136,7 +136,7 @@ pub(crate) fn write(
             let counts = (health.cgroups_too_deep(), health.events_left_out_total());
             super::per_cgroup::write(out, format, cgroups, counts, health.started);
         }
-        super::machine::write(out, format, &exporter.system);
+        super::machine::write(out, format, &exporter.machine);
         if let Some(journal) = &exporter.records {
             journal.write(out, format, health.started);
         }
@@ -264,7 +264,8 @@ mod tests {
                 "the 8 software events do not all open here"
             );
         }
-        let watch = discovery::Watch::new(&[], None, 8).unwrap();
+        let watch =
+            discovery::Watch::new(&counterhal_system::System::host(), &[], None, 8).unwrap();
         let budget = budget::Budget::new(&counterhal_system::System::host(), 65_536, 4);
         let mut exporter = Exporter::new(
             counterhal_system::System::host(),
@@ -332,7 +333,7 @@ mod tests {
         use counterhal_conformance::skip::Need;
         use std::collections::BTreeMap;
 
-        let online = counterhal::online_cpus();
+        let online = counterhal::online_cpus(&counterhal_system::System::host());
         if !online.contains(0) || !online.contains(1) {
             skip!(Need::System, "CPUs 0 and 1 are not both online");
         }
@@ -356,7 +357,8 @@ mod tests {
             if plan.exported.is_empty() {
                 skip!(Need::Privilege, "cpu-clock does not open on every CPU here");
             }
-            let watch = discovery::Watch::new(&[], None, 8).unwrap();
+            let watch =
+                discovery::Watch::new(&counterhal_system::System::host(), &[], None, 8).unwrap();
             let budget = budget::Budget::new(&host, 65_536, 4);
             let mut exporter = Exporter::new(system, backend, plan, watch, budget, None);
             exporter.times = crate::events::TimesArg::Always;
@@ -449,7 +451,8 @@ mod tests {
                 "task-clock and page-faults do not open here"
             );
         }
-        let watch = discovery::Watch::new(&[], None, 8).unwrap();
+        let watch =
+            discovery::Watch::new(&counterhal_system::System::host(), &[], None, 8).unwrap();
         let mut exporter = Exporter::new(
             counterhal_system::System::host(),
             backend,

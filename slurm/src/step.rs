@@ -299,7 +299,7 @@ fn metric_events(
     if chosen.is_empty() {
         return None;
     }
-    let needed = metrics::events_needed(system, &chosen);
+    let needed = metrics::events_needed(&system.clone().into(), &chosen);
     needed
         .iter()
         .map(|event| backend.resolve(event).ok())

@@ -5,7 +5,7 @@
 use counterhal_hal::{Group, OpenOptions, Reading};
 
 use super::{
-    Machine, MetricDef, NamedReading, System, Threshold, chosen, classify, evaluate, events_needed,
+    Machine, MetricDef, NamedReading, Threshold, chosen, classify, evaluate, events_needed,
     readable,
 };
 use crate::attach::Target;
@@ -66,15 +66,15 @@ impl Chosen {
     ) -> Result<MetricSet> {
         let owned: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let metrics = chosen(&owned, self.context().model())?;
-        // The set counts on this machine's kernel: its facts are this machine's.
-        let system = System::host();
+        // The set counts on this context's system: its facts are that system's.
+        let machine = Machine::new(self.context().system().clone());
         for metric in &metrics {
-            readable(&system, metric)?;
+            readable(&machine, metric)?;
         }
-        let events = events_needed(&system, &metrics);
+        let events = events_needed(&machine, &metrics);
         for event in &events {
             if let Err(e) = self.resolve(event) {
-                return Err(cannot_count(&system, &metrics, event, e));
+                return Err(cannot_count(&machine, &metrics, event, e));
             }
         }
         let names: Vec<&str> = events.iter().map(String::as_str).collect();
@@ -84,7 +84,7 @@ impl Chosen {
                 .iter()
                 .find(|ev| e.message().starts_with(&format!("{ev}: ")));
             match failed {
-                Some(event) => cannot_count(&system, &metrics, event, e),
+                Some(event) => cannot_count(&machine, &metrics, event, e),
                 None => e,
             }
         })?;
@@ -93,7 +93,7 @@ impl Chosen {
             metrics,
             events,
             set,
-            facts: Machine::new(system),
+            facts: machine,
             enabled_at: None,
             enabled_ns: 0,
         })
@@ -101,12 +101,12 @@ impl Chosen {
 }
 
 /// `error` for `event`, said with the metrics that read it (the event named once).
-fn cannot_count(system: &System, metrics: &[&MetricDef], event: &str, error: Error) -> Error {
+fn cannot_count(machine: &Machine, metrics: &[&MetricDef], event: &str, error: Error) -> Error {
     let why = error.message();
     let why = why.strip_prefix(&format!("{event}: ")).unwrap_or(why);
     let readers: Vec<&str> = metrics
         .iter()
-        .filter(|m| events_needed(system, &[**m]).iter().any(|e| e == event))
+        .filter(|m| events_needed(machine, &[**m]).iter().any(|e| e == event))
         .map(|m| m.name)
         .collect();
     let message = format!(

@@ -5,7 +5,7 @@
 //! procfs or CPUID; a fact not found there has no value, and `-M` refuses the metrics that
 //! need it with the reason.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use counterhal_system::{CpuSiblings, System};
 use counterhal_x86::{CpuidInstruction, CpuidSource, TscFrequency, TscSource};
@@ -46,12 +46,25 @@ pub const KNOWN: [(&str, &str); 13] = [
 /// whether CPUs were counted rather than a command's or processes' threads, which perf's tool
 /// events `#target_cpu` and `#core_wide` tell its formulas (tools/perf/util/tool_pmu.c). Each
 /// measurement holds its own: nothing is set for the process.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Machine {
     system: System,
     /// The CPUs counted, where CPUs are: `None` inside for all of them.
     counted_cpus: Option<Option<Vec<u32>>>,
+    /// The system's facts, read when a formula first asks for one (shared by the clones: a
+    /// measurement's intervals read them once).
+    facts: Arc<OnceLock<Facts>>,
 }
+
+/// Two measurements' machines are the same where their systems and CPUs counted are (the
+/// facts are what the system holds).
+impl PartialEq for Machine {
+    fn eq(&self, other: &Machine) -> bool {
+        self.system == other.system && self.counted_cpus == other.counted_cpus
+    }
+}
+
+impl Eq for Machine {}
 
 impl Machine {
     /// `system`'s facts, a command's or processes' threads counted (`#target_cpu` and
@@ -60,11 +73,13 @@ impl Machine {
         Machine {
             system,
             counted_cpus: None,
+            facts: Arc::default(),
         }
     }
 
     /// This machine's facts, threads counted.
-    pub fn host() -> Machine {
+    #[cfg(test)]
+    pub(crate) fn host() -> Machine {
         Machine::new(System::host())
     }
 
@@ -109,7 +124,7 @@ fn core_wide(
 /// known there).
 pub fn constant(machine: &Machine, name: &str) -> Option<f64> {
     let system = &machine.system;
-    let facts = Facts::of(system);
+    let facts = *machine.facts.get_or_init(|| Facts::read(system));
     match name {
         "#num_cpus_online" => Some(online_cpus(system).len() as f64),
         "#smt_on" => Some(f64::from(u8::from(facts.smt_on))),
@@ -132,15 +147,9 @@ pub fn constant(machine: &Machine, name: &str) -> Option<f64> {
     }
 }
 
-/// The CPUs online on `system` (this machine's as [`crate::online_cpus`] reads them).
+/// The CPUs online on `system` (as [`crate::online_cpus`] reads them).
 fn online_cpus(system: &System) -> counterhal_hal::CpuList {
-    match *system == System::host() {
-        true => crate::attach::online_cpus(),
-        false => system
-            .online_cpus()
-            .map(counterhal_hal::CpuList::from_cpus)
-            .unwrap_or_default(),
-    }
+    crate::attach::online_cpus(system)
 }
 
 /// perfmon's `CHAS_PER_SOCKET`, which perf's tables read as `source_count(UNC_CHA_...)`
@@ -190,7 +199,7 @@ pub fn meaning(name: &str) -> Option<&'static str> {
     KNOWN.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Facts {
     smt_on: bool,
     threads_per_core: Option<u32>,
@@ -206,15 +215,7 @@ struct Facts {
 }
 
 impl Facts {
-    /// `system`'s facts: this machine's read once, another tree's at each call.
-    fn of(system: &System) -> Facts {
-        static HOST: OnceLock<Facts> = OnceLock::new();
-        match *system == System::host() {
-            true => *HOST.get_or_init(|| Facts::read(system)),
-            false => Facts::read(system),
-        }
-    }
-
+    /// `system`'s facts, read now.
     fn read(system: &System) -> Facts {
         let cpus = online_cpus(system);
         let mut packages: Vec<u32> = Vec::new();

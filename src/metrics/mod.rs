@@ -24,7 +24,6 @@ use counterhal_events::expression;
 use counterhal_events::{Metric, MetricTable, shipped_metric_models, shipped_metrics};
 
 use counterhal_hal::{Error, Reading};
-use counterhal_system::System;
 
 mod counter;
 pub mod machine;
@@ -482,9 +481,9 @@ pub(crate) fn retire_latency(scope: &MetricDef, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Fails if `metric` (or a metric it reads) cannot be evaluated on `system`: a formula that
+/// Fails if `metric` (or a metric it reads) cannot be evaluated on `machine`: a formula that
 /// does not parse, or a machine fact counterhal does not know there.
-pub fn readable(system: &System, metric: &MetricDef) -> Result<(), Error> {
+pub fn readable(machine: &Machine, metric: &MetricDef) -> Result<(), Error> {
     let mut todo = vec![(metric, 0)];
     while let Some((def, depth)) = todo.pop() {
         let formula = def.formula().map_err(|e| {
@@ -498,9 +497,7 @@ pub fn readable(system: &System, metric: &MetricDef) -> Result<(), Error> {
                 if depth < DEPTH {
                     todo.push((inner, depth + 1));
                 }
-            } else if name.starts_with('#')
-                && machine::constant(&Machine::new(system.clone()), &name).is_none()
-            {
+            } else if name.starts_with('#') && machine::constant(machine, &name).is_none() {
                 let why = match machine::meaning(&name) {
                     Some(meaning) => format!("{meaning}, which this machine does not tell"),
                     None => "a machine fact counterhal does not know".to_string(),
@@ -621,12 +618,12 @@ fn is_perf_metrics_event(event: &str) -> bool {
 }
 
 /// The events `metrics` read (through the metrics they name, too), in order, each once: of
-/// a conditional whose condition is a machine fact known on `system` (`X if #smt_on else Y`),
+/// a conditional whose condition is a machine fact known on `machine` (`X if #smt_on else Y`),
 /// the events of the branch taken alone, as perf's parser keeps them
 /// ([`Expr::names_read`](counterhal_events::expression::Expr::names_read)).
-pub fn events_needed(system: &System, metrics: &[&MetricDef]) -> Vec<String> {
+pub fn events_needed(machine: &Machine, metrics: &[&MetricDef]) -> Vec<String> {
     let fact = |name: &str| match name.starts_with('#') {
-        true => machine::constant(&Machine::new(system.clone()), name),
+        true => machine::constant(machine, name),
         false => None,
     };
     let mut events = Vec::new();
@@ -805,7 +802,7 @@ mod tests {
             // What a plain `stat -e page-faults,context-switches` plans with.
             let plain = chosen(&[], Some("skl")).unwrap();
             assert!(plain.is_empty());
-            assert!(events_needed(&System::host(), &plain).is_empty());
+            assert!(events_needed(&Machine::host(), &plain).is_empty());
             assert_eq!(lookups(), 0, "a plain stat read a metric table");
             assert_eq!(
                 expression::parses_on_this_thread(),
@@ -817,7 +814,7 @@ mod tests {
             let planned = chosen(&["TopdownL1".to_string()], Some("skl")).unwrap();
             assert!(lookups() > 0);
             assert!(
-                events_needed(&System::host(), &planned).len() > 3,
+                events_needed(&Machine::host(), &planned).len() > 3,
                 "{planned:?}"
             );
             assert_eq!(
@@ -869,7 +866,7 @@ mod tests {
         let spr = of_model("spr").unwrap();
         let power = spr.iter().find(|m| m.name == "Info_System_Power").unwrap();
         assert_eq!(
-            events_needed(&System::host(), &[power]),
+            events_needed(&Machine::host(), &[power]),
             ["power/energy-pkg/", "power/energy-ram/"]
         );
         let joules = |name: &str, count: u64| NamedReading {
@@ -892,7 +889,7 @@ mod tests {
         let skl = of_model("skl").unwrap();
         let power = skl.iter().find(|m| m.name == "Info_System_Power").unwrap();
         assert_eq!(
-            events_needed(&System::host(), &[power]),
+            events_needed(&Machine::host(), &[power]),
             ["power/energy-pkg/"]
         );
     }
@@ -989,7 +986,7 @@ mod tests {
             _ => "CPU_CLK_UNHALTED.THREAD",
         };
         assert_eq!(
-            events_needed(&System::host(), &[retiring]),
+            events_needed(&Machine::host(), &[retiring]),
             ["UOPS_RETIRED.RETIRE_SLOTS", clocks]
         );
         let spr = of_model("spr").unwrap();
@@ -1009,7 +1006,7 @@ mod tests {
     #[test]
     fn amd_metrics_read_the_models_own_metrics_and_perfs_event_terms() {
         let zen4 = chosen(&["PipelineL1".to_string()], Some("amd64_fam19h_zen4")).unwrap();
-        let events = events_needed(&System::host(), &zen4);
+        let events = events_needed(&Machine::host(), &zen4);
         assert!(
             events.contains(&"r76".to_string()),
             "perf's ls_not_halted_cyc, through total_dispatch_slots, opens as raw: {events:?}"
@@ -1031,11 +1028,11 @@ mod tests {
             .find(|m| m.expression().contains("cpu@"))
             .expect("a zen4 metric with a cpu@...@ term");
         assert!(
-            events_needed(&System::host(), &[with_term])
+            events_needed(&Machine::host(), &[with_term])
                 .iter()
                 .any(|e| e == "cpu/de_no_dispatch_per_slot.no_ops_from_frontend,cmask=0x6/"),
             "{:?}",
-            events_needed(&System::host(), &[with_term])
+            events_needed(&Machine::host(), &[with_term])
         );
     }
 
@@ -1046,7 +1043,7 @@ mod tests {
             .iter()
             .find(|m| m.expression().contains("#system_tsc_freq"))
             .unwrap();
-        let result = readable(&System::host(), tsc);
+        let result = readable(&Machine::host(), tsc);
         match machine::constant(&Machine::host(), "#system_tsc_freq") {
             Some(_) => assert!(result.is_ok(), "{result:?}"),
             None => {
@@ -1065,7 +1062,7 @@ mod tests {
         if machine::constant(&Machine::host(), "#chas_per_socket").is_some() {
             return;
         }
-        let e = readable(&System::host(), chas).unwrap_err();
+        let e = readable(&Machine::host(), chas).unwrap_err();
         let fact = e.message().split('`').nth(3).unwrap_or_default();
         assert!(fact.starts_with('#'), "{e}");
         assert_eq!(machine::constant(&Machine::host(), fact), None, "{e}");
@@ -1131,7 +1128,7 @@ mod tests {
             .iter()
             .find(|m| m.expression().contains(":retire_latency"))
             .unwrap();
-        let events = events_needed(&System::host(), &[with_latency]);
+        let events = events_needed(&Machine::host(), &[with_latency]);
         assert!(
             !events.iter().any(|e| e.contains("retire_latency")),
             "{events:?}"
@@ -1143,13 +1140,13 @@ mod tests {
             .find(|m| m.name == "tma_cond_nt_mispredicts")
             .unwrap();
         assert!(with_r.expression().contains("COND_NTAKEN_COST@R"));
-        let events = events_needed(&System::host(), &[with_r]);
+        let events = events_needed(&Machine::host(), &[with_r]);
         assert!(!events.iter().any(|e| e.ends_with("/R")), "{events:?}");
         assert!(events.iter().any(|e| e.contains("COND_NTAKEN_COST")));
         assert_eq!(perfmon_spelling("INST_RETIRED.ANY"), "INST_RETIRED.ANY");
         let spr = of_model("spr").unwrap();
         let backend = spr.iter().find(|m| m.name == "Backend_Bound").unwrap();
-        let events = events_needed(&System::host(), &[backend]);
+        let events = events_needed(&Machine::host(), &[backend]);
         assert_eq!(events[0], "TOPDOWN.SLOTS", "{events:?}");
         assert!(events.contains(&"PERF_METRICS.BACKEND_BOUND".to_string()));
     }
@@ -1157,14 +1154,14 @@ mod tests {
     #[test]
     fn events_come_through_metrics_named_in_metrics() {
         assert_eq!(
-            events_needed(&System::host(), &[by_name("IPC"), by_name("CPI")]),
+            events_needed(&Machine::host(), &[by_name("IPC"), by_name("CPI")]),
             ["instructions", "cycles"]
         );
-        let backend = events_needed(&System::host(), &[by_name("backend_bound")]);
+        let backend = events_needed(&Machine::host(), &[by_name("backend_bound")]);
         assert_eq!(backend.len(), 5, "{backend:?}");
         assert!(backend.contains(&"topdown-total-slots".to_string()));
         assert_eq!(
-            events_needed(&System::host(), &[by_name("CPUs_utilized")]),
+            events_needed(&Machine::host(), &[by_name("CPUs_utilized")]),
             ["task-clock"]
         );
     }
@@ -1180,7 +1177,7 @@ mod tests {
             None,
         );
         assert_eq!(
-            events_needed(&System::host(), &[&busy]),
+            events_needed(&Machine::host(), &[&busy]),
             ["user_time", "system_time"]
         );
         let counted = events(&[("user_time", 300_000_000), ("system_time", 200_000_000)]);

@@ -37,7 +37,8 @@ impl Set {
     /// The places the set counts on when it opens now: its target's, a thread's with what
     /// it creates where the set inherits.
     fn places_now(&self) -> CResult<Vec<BackendTarget>> {
-        let targets = facade::advanced::backend_targets(&self.attach)?;
+        let targets =
+            facade::advanced::backend_targets(&self.attach, self.inner.chosen.context().system())?;
         if !self.options.inherit {
             return Ok(targets);
         }
@@ -77,7 +78,11 @@ impl Set {
                 AnyGroup::Targets(each) => Ok(each.places().count()),
                 _ => Ok(1),
             },
-            State::Idle => Ok(facade::advanced::backend_targets(&self.attach)?.len()),
+            State::Idle => Ok(facade::advanced::backend_targets(
+                &self.attach,
+                self.inner.chosen.context().system(),
+            )?
+            .len()),
         }
     }
 

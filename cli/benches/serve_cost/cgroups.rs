@@ -37,7 +37,7 @@ const RUNS: usize = 5;
 
 /// Runs the section; prints what it measured, or why it could not.
 pub fn cgroups(accounting: &Accounting) {
-    let Ok(root) = counterhal::cgroups::unified_root() else {
+    let Ok(root) = counterhal::cgroups::unified_root(&counterhal::system::System::host()) else {
         println!("cgroups: SKIPPED: no cgroup2 mount");
         return;
     };
@@ -57,7 +57,7 @@ pub fn cgroups(accounting: &Accounting) {
     }
     let work = Work::start(&parent.path, WITH_WORK);
     let pattern = format!("^{}/", parent.name);
-    let cpus = counterhal::online_cpus();
+    let cpus = counterhal::online_cpus(&counterhal::system::System::host());
     println!(
         "cgroups: {CGROUPS} below {} ({WITH_WORK} with a shell waking each second), -e \
          {EVENTS}, CPUs {}",
@@ -294,7 +294,10 @@ fn switches(runs: &[Duration], alone: Option<&[Duration]>) -> String {
 /// [`RUNS`] runs of the ping-pong between the cgroups `g0000` and `g0001` below `parent`, on
 /// the first online CPU, each one's wall time.
 fn ping_pong(parent: &Path) -> Vec<Duration> {
-    let cpu = counterhal::online_cpus().iter().next().unwrap_or(0);
+    let cpu = counterhal::online_cpus(&counterhal::system::System::host())
+        .iter()
+        .next()
+        .unwrap_or(0);
     (0..RUNS).map(|_| one_ping_pong(parent, &[cpu])).collect()
 }
 
@@ -302,7 +305,9 @@ fn ping_pong(parent: &Path) -> Vec<Duration> {
 /// ones between the cgroups `g{2i}` and `g{2i+1}` below `parent`), each one's wall time from
 /// the first byte to the last pair's end: the BPF program at every switch on every CPU.
 fn ping_pong_everywhere(parent: &Path) -> Vec<Duration> {
-    let cpus: Vec<u32> = counterhal::online_cpus().iter().collect();
+    let cpus: Vec<u32> = counterhal::online_cpus(&counterhal::system::System::host())
+        .iter()
+        .collect();
     (0..RUNS).map(|_| one_ping_pong(parent, &cpus)).collect()
 }
 

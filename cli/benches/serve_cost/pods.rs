@@ -102,7 +102,7 @@ const ARGS: [&str; 8] = [
 /// The node's cgroups below the cgroup2 mount, or why there are none (printed, as `section`'s
 /// skip).
 fn node(section: &str) -> Option<Node> {
-    let Ok(mount) = counterhal::cgroups::unified_root() else {
+    let Ok(mount) = counterhal::cgroups::unified_root(&counterhal::system::System::host()) else {
         println!("{section}: SKIPPED: no cgroup2 mount");
         return None;
     };
@@ -152,7 +152,7 @@ const MODEL_CPUS: f64 = 192.0;
 /// `nodes`: this build on 1, 2, 4, ... of the online CPUs, each a point of the node-size
 /// model; prints each point and the line through them at [`MODEL_CPUS`].
 pub fn nodes(accounting: &Accounting) {
-    let online = counterhal::online_cpus();
+    let online = counterhal::online_cpus(&counterhal::system::System::host());
     let cpus: Vec<u32> = online.iter().collect();
     let mut counts: Vec<usize> = std::iter::successors(Some(1usize), |n| Some(n * 2))
         .take_while(|&n| n < cpus.len())

@@ -19,7 +19,8 @@ pub(super) fn metrics(
     resolve: &dyn Fn(&str) -> Option<counterhal::Error>,
 ) -> Result<String, CliError> {
     let lower = pattern.to_ascii_lowercase();
-    let (offered, hidden) = offered(system, model, resolve).map_err(CliError::failed)?;
+    let (offered, hidden) =
+        offered(&system.clone().into(), model, resolve).map_err(CliError::failed)?;
     let matches = |m: &MetricDef| {
         std::iter::once(m.name)
             .chain(m.groups.iter().copied())

@@ -130,8 +130,7 @@ fn stat_with<B: Backend + 'static>(
         &mut runs,
         [counting.fell_back, note],
     );
-    let mut summary = Summary::of(&runs);
-    summary.system = report.machine.clone();
+    let summary = Summary::of(report.machine.clone(), &runs);
     let planned: Vec<_> = counting.plan.what().collect();
     outputs.write(&report, &summary, taken, &planned)?;
     Ok(signalled.map_or(ExitCode::from(summary.end.exit_code), exit_for_signal))

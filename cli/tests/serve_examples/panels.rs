@@ -299,7 +299,7 @@ fn every_panel_shows_what_its_title_says_of_a_known_workload() {
             "making cgroups and counting every CPU takes root"
         );
     }
-    let root = match counterhal::cgroups::root() {
+    let root = match counterhal::cgroups::root(&counterhal::system::System::host()) {
         Ok(root) => root,
         Err(e) => skip!(Need::System, "no cgroup mount to count in: {e}"),
     };

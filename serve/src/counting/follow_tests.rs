@@ -24,7 +24,7 @@ fn a_place_left_out_is_tried_again_though_nothing_changed() {
     .unwrap();
     let mut budget = Budget::new(&counterhal_system::System::host(), 65_536, 4);
     budget.limit = budget.reserved() + budget.baseline;
-    let watch = Watch::new(&[], None, 0).unwrap();
+    let watch = Watch::new(&counterhal_system::System::host(), &[], None, 0).unwrap();
     let mut exporter = Exporter::new(
         counterhal_system::System::host(),
         backend,

@@ -476,7 +476,13 @@ mod tests {
     fn a_record_sent_is_written_with_its_metrics() {
         let dir = dir("thread");
         let metrics: Vec<&'static MetricDef> = counterhal::metrics::portable().iter().collect();
-        let journal = Journal::open(&dir, Bounds::default(), metrics, Machine::host()).unwrap();
+        let journal = Journal::open(
+            &dir,
+            Bounds::default(),
+            metrics,
+            Machine::new(counterhal_system::System::host()),
+        )
+        .unwrap();
         journal.send(record(7));
         let waited = std::time::Instant::now();
         while journal.written() == 0 && waited.elapsed().as_secs() < 10 {

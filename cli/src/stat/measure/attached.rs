@@ -13,6 +13,7 @@ use counterhal::{Error, ErrorKind};
 use counterhal_hal::Backend;
 use counterhal_hal::{CpuList, Group, OpenOptions, Reading, ResolvedEvent};
 use counterhal_process::{ForwardSignals, WaitingChild};
+use counterhal_system::System;
 
 use super::pacing::Step;
 use super::results::{
@@ -80,12 +81,13 @@ pub fn run_on_targets<B: Backend>(
             None => attach.clone(),
             Some(path) => {
                 let in_it = in_cgroup(attach, path)?;
-                check_cgroup(backend, &in_it)?;
+                check_cgroup(backend, &in_it, plan.system)?;
                 in_it
             }
         };
         sets.extend(open_sets(
             backend,
+            plan.system,
             events,
             &in_class,
             &on_pmu_cpus(class_attach, cpus),
@@ -115,7 +117,7 @@ pub fn run_on_targets<B: Backend>(
     // Per CPU (-A), every CPU counted has its lines, an event's that opened nowhere too
     // (perf prints `CPU0,<not supported>,...` where no event counts).
     let cpus = match plan.per_place {
-        true => counterhal::advanced::backend_targets(attach)
+        true => counterhal::advanced::backend_targets(attach, plan.system)
             .unwrap_or_default()
             .iter()
             .filter_map(|t| t.cpu_counted())
@@ -126,6 +128,7 @@ pub fn run_on_targets<B: Backend>(
         sets,
         unopened,
         cpus,
+        system: plan.system,
     };
     run_and_read(counters, command, &watched, results, plan, on_interval)
 }
@@ -168,6 +171,8 @@ struct Counters<G> {
     sets: Vec<Opened<G>>,
     unopened: Vec<Unopened>,
     cpus: Vec<u32>,
+    /// The system whose `/proc` names the threads counted.
+    system: &'static System,
 }
 
 /// `attach` narrowed to a PMU's CPUs (its cpumask) where it counts every online CPU, as perf
@@ -186,16 +191,16 @@ fn on_pmu_cpus(attach: Attach, cpus: Option<CpuList>) -> Attach {
 
 /// Whether process (or thread) `pid` has ended: no `/proc/PID`, or a zombie waiting for its
 /// parent.
-fn has_ended(pid: u32) -> bool {
-    let state = counterhal_system::System::host().process_state(pid);
+fn has_ended(system: &System, pid: u32) -> bool {
+    let state = system.process_state(pid);
     matches!(state, Some('Z' | 'X') | None)
 }
 
 /// Stops the measurement (exit 1, with the reason) where the backend or the kernel cannot
 /// count in the cgroup of `attach` at all (a software clock on its first CPU is refused), so
 /// that this is said once, not as every event's `<not supported>`.
-fn check_cgroup<B: Backend>(backend: &B, attach: &Attach) -> Result<(), CliError> {
-    let Some(target) = counterhal::advanced::backend_targets(attach)
+fn check_cgroup<B: Backend>(backend: &B, attach: &Attach, system: &System) -> Result<(), CliError> {
+    let Some(target) = counterhal::advanced::backend_targets(attach, system)
         .unwrap_or_default()
         .into_iter()
         .next()
@@ -245,6 +250,7 @@ fn in_cgroup(attach: &Attach, path: &Arc<Path>) -> Result<Attach, CliError> {
 /// meanwhile is skipped. Only the events `in_class` are opened.
 fn open_sets<B: Backend>(
     backend: &B,
+    system: &System,
     events: &EventPlan,
     in_class: &[bool],
     attach: &Attach,
@@ -256,7 +262,7 @@ fn open_sets<B: Backend>(
             .iter()
             .filter_map(|&i| events.events[i].what.ready().cloned())
             .collect();
-        MultiSet::open(backend, &resolved, attach, options)
+        MultiSet::open(backend, &resolved, attach, options, system)
     };
     let is_ready = |i: &usize| in_class[*i] && events.events[*i].what.ready().is_some();
     let mut sets = Vec::new();
@@ -272,7 +278,7 @@ fn open_sets<B: Backend>(
             Ok(opened) => sets.push((members, opened)),
             Err(_) if *weak && members.len() > 1 => split.extend(members),
             Err(e) => {
-                stop_for(&e, &results[members[0]].name, attach)?;
+                stop_for(system, &e, &results[members[0]].name, attach)?;
                 for &index in &members {
                     results[index].outcome = Err(e.clone());
                 }
@@ -290,7 +296,7 @@ fn open_sets<B: Backend>(
                 match open_on_every_target(&[index], &OpenOptions::ungrouped()) {
                     Ok(opened) => sets.push((vec![index], opened)),
                     Err(e) => {
-                        stop_for(&e, &results[index].name, attach)?;
+                        stop_for(system, &e, &results[index].name, attach)?;
                         results[index].outcome = Err(e);
                     }
                 }
@@ -302,8 +308,8 @@ fn open_sets<B: Backend>(
 
 /// The errors that stop the measurement rather than mark one event as not counted; `name` is
 /// the event (or group) whose open on `attach` failed, named where the error does not name it.
-fn stop_for(e: &Error, name: &str, attach: &Attach) -> Result<(), CliError> {
-    let another_users = |pid| counterhal_system::System::host().belongs_to_another_user(pid);
+fn stop_for(system: &System, e: &Error, name: &str, attach: &Attach) -> Result<(), CliError> {
+    let another_users = |pid| system.belongs_to_another_user(pid);
     match e.kind() {
         // A target that does not exist is the user's to fix, not an event the machine lacks.
         ErrorKind::NotFound | ErrorKind::InvalidInput => Err(CliError::usage(e.clone(), USAGE)),
@@ -354,7 +360,11 @@ pub(super) fn run_and_read(
     // Whether the command has ended; the timer is stopped once every watched process has.
     let look = |child: &mut WaitingChild, stopped: &mut bool| {
         let ended = !matches!(child.try_wait(), Ok(None));
-        if !ended && !*stopped && !watched.is_empty() && watched.iter().all(|&p| has_ended(p)) {
+        if !ended
+            && !*stopped
+            && !watched.is_empty()
+            && watched.iter().all(|&p| has_ended(plan.system, p))
+        {
             *stopped = child.terminate(GRACE).is_ok();
         }
         ended
@@ -453,7 +463,7 @@ fn read_sets<G: Group>(
     n: usize,
     per_place: bool,
 ) -> Result<Vec<Counts>, Error> {
-    let mut counts = read_opened(&mut counters.sets, n, per_place)?;
+    let mut counts = read_opened(&mut counters.sets, n, per_place, counters.system)?;
     if per_place {
         // A CPU no set counts on (no event opened there) still has its lines.
         for &cpu in &counters.cpus {
@@ -485,6 +495,7 @@ fn read_opened<G: Group>(
     sets: &mut [Opened<G>],
     n: usize,
     per_place: bool,
+    system: &System,
 ) -> Result<Vec<Counts>, Error> {
     let unread =
         || -> Vec<Result<Reading, Error>> { (0..n).map(|_| Err(not_opened_here())).collect() };
@@ -503,7 +514,7 @@ fn read_opened<G: Group>(
     let mut places: Vec<Counts> = Vec::new();
     for (indices, set) in sets.iter_mut() {
         for (target, readings) in set.read_each()? {
-            let place = Place::counted(&target);
+            let place = Place::counted(system, &target);
             let at = match places.iter().position(|c| c.place == place) {
                 Some(at) => at,
                 None => {

@@ -223,7 +223,7 @@ pub fn run<B: Backend>(
         };
         requests.push(Some(term.request.clone()));
     }
-    let online: Vec<u32> = counterhal::online_cpus().iter().collect();
+    let online: Vec<u32> = counterhal::online_cpus(plan.system).iter().collect();
     let mut shared = Shared {
         capability,
         counters: requests.iter().map(|_| None).collect(),

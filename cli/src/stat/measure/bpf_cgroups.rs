@@ -120,11 +120,11 @@ pub fn run<B: Backend>(
     }
     let cpus: Vec<u32> = match attach {
         Attach::Cpus(list) => list.iter().collect(),
-        _ => counterhal::online_cpus().iter().collect(),
+        _ => counterhal::online_cpus(plan.system).iter().collect(),
     };
     let options = CgroupCounterOptions::new(
         CgroupModeChoice::Bpf,
-        counterhal::cgroups::unified_root().ok(),
+        counterhal::cgroups::unified_root(plan.system).ok(),
     );
     let bpf = |e: Error| CliError::failed(e.context("--bpf-counters"));
     let mut counter = per_cgroup

@@ -106,6 +106,8 @@ pub fn runs<B: Backend + 'static>(
         .transpose()
         .map_err(|e| CliError::usage(e, USAGE))?;
     let plan = Plan {
+        // Kept for the command's life: a plan is copied into every run.
+        system: Box::leak(Box::new(system)),
         per_place: args.per_place(),
         pace: Pace {
             interval: args.interval(),

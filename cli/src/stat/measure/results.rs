@@ -149,13 +149,13 @@ impl Place {
     }
 
     /// The place one row of a set read per place counts.
-    pub fn counted(place: &counterhal::Place) -> Option<Place> {
+    pub fn counted(system: &counterhal_system::System, place: &counterhal::Place) -> Option<Place> {
         match *place {
             counterhal::Place::Cpu(cpu) => Some(Place::Cpu(cpu)),
             counterhal::Place::Thread(tid) | counterhal::Place::Command(tid) => {
                 Some(Place::Thread {
                     tid,
-                    name: thread_name(tid),
+                    name: thread_name(system, tid),
                 })
             }
             _ => None,
@@ -165,10 +165,8 @@ impl Place {
 
 /// A thread's name from `/proc/TID/comm`, or `?` where the OS does not tell (perf's
 /// `comm-tid` label uses it).
-fn thread_name(tid: u32) -> String {
-    counterhal_system::System::host()
-        .thread_name(tid)
-        .unwrap_or_else(|| "?".to_string())
+fn thread_name(system: &counterhal_system::System, tid: u32) -> String {
+    system.thread_name(tid).unwrap_or_else(|| "?".to_string())
 }
 
 /// One event result per planned event, counted in one place (`None`: everywhere, added up).
@@ -189,9 +187,13 @@ pub struct Snapshot {
     pub counts: Vec<Counts>,
 }
 
-/// How to count besides what: per place or summed, and when to read and stop.
-#[derive(Clone, Copy, Debug, Default)]
+/// How to count besides what: per place or summed, when to read and stop, and the system
+/// whose facts the count reads.
+#[derive(Clone, Copy, Debug)]
 pub struct Plan {
+    /// The system the command reads (its threads, processes and CPUs), made where the
+    /// command started.
+    pub system: &'static counterhal::system::System,
     /// Keep each CPU's or thread's counts (`-A`, `--per-thread`).
     pub per_place: bool,
     /// When to read and when to stop the command.

@@ -141,6 +141,11 @@ pub(crate) fn the_backend_over_perf_event_open(
     db: std::sync::Arc<counterhal_events::Database>,
     model: &str,
 ) -> counterhal::Result<AnyBackend> {
-    let context = Context::from_parts(db, None, Some(model.to_owned()));
+    let context = Context::from_parts(
+        counterhal::system::System::host(),
+        db,
+        None,
+        Some(model.to_owned()),
+    );
     counterhal::probe(counterhal::registration("linux")?, &context)
 }

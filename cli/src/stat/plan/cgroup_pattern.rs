@@ -28,14 +28,18 @@ pub const MAX_STEPS: u64 = 10_000;
 /// took 850 MB).
 pub const MAX_OPTIONAL: u64 = 255;
 
-/// The cgroups below `root` whose names match an item of `list` (comma-separated basic
+/// The cgroups below `root` (of `system`'s cgroup mount) whose names match an item of `list` (comma-separated basic
 /// regular expressions; an empty item: the root), in the order a walk of `root` meets them.
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`](counterhal::ErrorKind::InvalidInput): a pattern this reader
 /// does not take, or none matched (perf's `no cgroup matched`).
-pub fn matching(root: &Path, list: &str) -> Result<Vec<String>, Error> {
-    let names = counterhal::cgroups::names(root);
+pub fn matching(
+    system: &counterhal::system::System,
+    root: &Path,
+    list: &str,
+) -> Result<Vec<String>, Error> {
+    let names = counterhal::cgroups::names(system, root);
     let mut used = vec![false; names.len()];
     for item in list.split(',') {
         if item.is_empty() {
@@ -379,18 +383,24 @@ mod tests {
         for dir in ["cha", "chb/sub", "other"] {
             std::fs::create_dir_all(root.join(dir)).unwrap();
         }
-        let walked = counterhal::cgroups::names(&root);
+        let walked = counterhal::cgroups::names(&counterhal::system::System::host(), &root);
         let position = |name: &str| walked.iter().position(|n| n == name).unwrap();
         assert!(position("chb") < position("chb/sub"), "{walked:?}");
-        let matched = matching(&root, "ch[ab]").unwrap();
+        let matched = matching(&counterhal::system::System::host(), &root, "ch[ab]").unwrap();
         let expected: Vec<&String> = walked
             .iter()
             .filter(|n| ["cha", "chb", "chb/sub"].contains(&n.as_str()))
             .collect();
         assert_eq!(matched.iter().collect::<Vec<_>>(), expected);
-        assert_eq!(matching(&root, "^$").unwrap(), [""]);
-        assert_eq!(matching(&root, ",sub$").unwrap(), ["", "chb/sub"]);
-        let none = matching(&root, "zzz*").unwrap_err();
+        assert_eq!(
+            matching(&counterhal::system::System::host(), &root, "^$").unwrap(),
+            [""]
+        );
+        assert_eq!(
+            matching(&counterhal::system::System::host(), &root, ",sub$").unwrap(),
+            ["", "chb/sub"]
+        );
+        let none = matching(&counterhal::system::System::host(), &root, "zzz*").unwrap_err();
         assert_eq!(none.message(), "no cgroup matched: zzz*");
         std::fs::remove_dir_all(&root).unwrap();
     }

@@ -39,7 +39,8 @@ pub fn of_events(
     if !more.for_each_cgroup.is_empty() {
         let list = more.for_each_cgroup.join(",");
         let cgroups = if counterhal::cgroups::is_pattern(&list) {
-            cgroup_pattern::matching(&counterhal::cgroups::root()?, &list)?
+            let system = args.sysfs.system();
+            cgroup_pattern::matching(&system, &counterhal::cgroups::root(&system)?, &list)?
         } else {
             // An empty name is the root, as perf takes it.
             list.split(',')
@@ -126,7 +127,10 @@ pub fn for_each(names: &[String], groups: &[Vec<usize>], cgroups: &[String]) -> 
 /// # Errors
 /// As [`counterhal::cgroups::find`]: the first name that is no cgroup here, naming the path
 /// tried.
-pub fn directories(assigned: &[Option<String>]) -> Result<Vec<Option<Arc<Path>>>, Error> {
+pub fn directories(
+    system: &counterhal::system::System,
+    assigned: &[Option<String>],
+) -> Result<Vec<Option<Arc<Path>>>, Error> {
     let mut found: Vec<(&str, Arc<Path>)> = Vec::new();
     assigned
         .iter()
@@ -139,7 +143,7 @@ pub fn directories(assigned: &[Option<String>]) -> Result<Vec<Option<Arc<Path>>>
             }
             // The root, as a pattern names it.
             let lookup = if name.is_empty() { "/" } else { name };
-            let path: Arc<Path> = Arc::from(counterhal::cgroups::find(lookup)?);
+            let path: Arc<Path> = Arc::from(counterhal::cgroups::find(system, lookup)?);
             found.push((name, Arc::clone(&path)));
             Ok(Some(path))
         })

@@ -115,8 +115,12 @@ pub fn with_model(context: counterhal::Context, cputype: &str) -> counterhal::Co
         Some(sibling) if sibling != model => {
             let sibling = sibling.to_string();
             let mounts = context.mounts_tracefs();
-            let mut switched =
-                counterhal::Context::from_parts(database, context.cpu().cloned(), Some(sibling));
+            let mut switched = counterhal::Context::from_parts(
+                context.system().clone(),
+                database,
+                context.cpu().cloned(),
+                Some(sibling),
+            );
             switched.set_mount_tracefs(mounts);
             switched
         }

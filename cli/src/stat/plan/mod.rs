@@ -27,7 +27,7 @@ pub mod topdown_group;
 
 use counterhal::Context;
 use counterhal::metrics as named_metrics;
-use counterhal::metrics::MetricDef;
+use counterhal::metrics::{Machine, MetricDef};
 use counterhal_hal::Backend;
 
 use self::boxes::Boxes;
@@ -105,8 +105,8 @@ pub fn context(args: &mut StatArgs) -> Result<(Context, Others), CliError> {
                 })
                 .collect(),
         };
-        let system = args.sysfs.system();
-        let each = topdown::each_core(&system, &tables, level).map_err(|e| match e.kind() {
+        let machine = Machine::new(args.sysfs.system());
+        let each = topdown::each_core(&machine, &tables, level).map_err(|e| match e.kind() {
             counterhal::ErrorKind::InvalidInput => CliError::usage(e, USAGE),
             _ => CliError::failed(e),
         })?;
@@ -154,8 +154,8 @@ pub fn plan<B: Backend>(
     // named. A metric that cannot count here is refused (exit 1), one that is not known
     // (an event or fact unknown here) is bad input (exit 2).
     let resolve = |event: &str| runnable::uncountable_here(backend, event);
-    let system = args.sysfs.system();
-    let (mut chosen, mut left_out) = runnable::plan(&system, &args.metrics, model, &resolve)
+    let machine = Machine::new(args.sysfs.system());
+    let (mut chosen, mut left_out) = runnable::plan(&machine, &args.metrics, model, &resolve)
         .map_err(|e| match e.kind() {
             counterhal::ErrorKind::Unsupported => CliError::failed(e),
             _ => CliError::usage(e, USAGE),
@@ -163,7 +163,7 @@ pub fn plan<B: Backend>(
     // Another kind of core's metrics that cannot run here (its PMU absent) are left out, as
     // perf reads only the tables of the PMUs it finds.
     for (other, names) in others {
-        match runnable::plan(&system, names, Some(other), &resolve) {
+        match runnable::plan(&machine, names, Some(other), &resolve) {
             Ok((theirs, notes)) => {
                 chosen.extend(theirs);
                 left_out.extend(notes);
@@ -184,7 +184,7 @@ pub fn plan<B: Backend>(
     // raw event of a metric table is printed by the table's name for it.
     let table_names = named_metrics::table_names(&chosen);
     let mut shown_as = Vec::new();
-    for needed in named_metrics::events_needed(&system, &chosen) {
+    for needed in named_metrics::events_needed(&machine, &chosen) {
         if !names
             .iter()
             .any(|n| n == &needed || n.split(':').next() == Some(&needed))
@@ -230,7 +230,8 @@ pub fn plan<B: Backend>(
         })
         .collect();
     let cgroup_names: Vec<Option<String>> = requested.iter().map(|e| e.cgroup.clone()).collect();
-    let cgroup_dirs = cgroups::directories(&cgroup_names).map_err(|e| CliError::usage(e, USAGE))?;
+    let cgroup_dirs = cgroups::directories(&args.sysfs.system(), &cgroup_names)
+        .map_err(|e| CliError::usage(e, USAGE))?;
     let mut events = resolve::events(backend, boxes.to_plan())?;
     if let Some(cputype) = args.more.cputype() {
         let devices = match backend.capabilities().sysfs_pmus() {

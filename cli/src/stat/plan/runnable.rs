@@ -12,23 +12,23 @@
 use counterhal::{Error, ErrorKind};
 use counterhal_hal::{Backend, BackendTarget, countable_form};
 
+use counterhal::metrics::Machine;
 use counterhal::metrics::{self as named_metrics, MetricDef};
-use counterhal_system::System;
 
 /// Why `metric` cannot run, given `resolve` (why an event cannot be counted, if it cannot:
 /// [`unknown_here`] where the metric is listed, [`uncountable_here`] where it is counted): the
 /// error naming the metric, the event (by the name its formula reads, with the raw event its
 /// table opens for it) or fact and the reason; `None` when it can run.
 pub fn why_not(
-    system: &System,
+    machine: &Machine,
     metric: &MetricDef,
     resolve: &dyn Fn(&str) -> Option<Error>,
 ) -> Option<Error> {
-    if let Err(e) = named_metrics::readable(system, metric) {
+    if let Err(e) = named_metrics::readable(machine, metric) {
         return Some(e);
     }
     let shown = named_metrics::table_names(&[metric]);
-    for event in named_metrics::events_needed(system, &[metric]) {
+    for event in named_metrics::events_needed(machine, &[metric]) {
         if super::tool::Tool::named(&event).is_some() {
             continue;
         }
@@ -127,7 +127,7 @@ pub fn is_uncore(error: &Error) -> bool {
 /// # Errors
 /// A metric `names` name by itself that cannot run, or a list of which none can run.
 pub fn keep(
-    system: &System,
+    machine: &Machine,
     names: &[String],
     chosen: Vec<&'static MetricDef>,
     resolve: &dyn Fn(&str) -> Option<Error>,
@@ -136,7 +136,7 @@ pub fn keep(
     let mut notes = Vec::new();
     let mut first_refusal = None;
     for metric in chosen {
-        match why_not(system, metric, resolve) {
+        match why_not(machine, metric, resolve) {
             None => kept.push(metric),
             Some(e) if named_metrics::named_by_itself(names, metric) => return Err(e),
             Some(e) => {
@@ -161,12 +161,17 @@ pub fn keep(
 /// # Errors
 /// An unknown name; a metric named by itself that cannot run; a list of which none can.
 pub fn plan(
-    system: &System,
+    machine: &Machine,
     names: &[String],
     model: Option<&str>,
     resolve: &dyn Fn(&str) -> Option<Error>,
 ) -> Result<(Vec<&'static MetricDef>, Vec<String>), Error> {
-    keep(system, names, named_metrics::chosen(names, model)?, resolve)
+    keep(
+        machine,
+        names,
+        named_metrics::chosen(names, model)?,
+        resolve,
+    )
 }
 
 /// What `list --metrics` offers for the database model `model`: every metric of the model,
@@ -178,7 +183,7 @@ pub fn plan(
 /// The model's shipped table is malformed.
 #[allow(clippy::type_complexity)]
 pub fn offered(
-    system: &System,
+    machine: &Machine,
     model: Option<&str>,
     resolve: &dyn Fn(&str) -> Option<Error>,
 ) -> Result<
@@ -191,7 +196,7 @@ pub fn offered(
     let mut offered = Vec::new();
     let mut hidden = Vec::new();
     for metric in named_metrics::catalogue(model)? {
-        let why = why_not(system, metric, resolve);
+        let why = why_not(machine, metric, resolve);
         match (metric.model, why) {
             (None, Some(e)) => hidden.push((metric, e)),
             (_, why) => offered.push((metric, why)),
@@ -300,17 +305,23 @@ mod tests {
             "{uncore} of {}",
             group.len()
         );
-        let (kept, notes) = keep(&System::host(), &names, group.clone(), &unknown_uncore).unwrap();
+        let (kept, notes) = keep(
+            &crate::stat::report::summary::here(),
+            &names,
+            group.clone(),
+            &unknown_uncore,
+        )
+        .unwrap();
         assert_eq!(kept.len() + notes.len(), group.len());
         // What is kept opens no uncore event: a formula reading one only where a fact of
         // this machine holds (`... if #has_pmem > 0 else 0`, perf 7.2's) is kept where it
         // does not, as perf 7.2 keeps it (the fact decided before the events are opened).
         assert!(
-            counterhal::metrics::events_needed(&System::host(), &kept)
+            counterhal::metrics::events_needed(&crate::stat::report::summary::here(), &kept)
                 .iter()
                 .all(|e| !e.starts_with("UNC_")),
             "{:?}",
-            counterhal::metrics::events_needed(&System::host(), &kept)
+            counterhal::metrics::events_needed(&crate::stat::report::summary::here(), &kept)
         );
         assert!(
             notes
@@ -323,7 +334,13 @@ mod tests {
             .find(|m| m.expression().contains("UNC_"))
             .unwrap();
         let by_name = vec![one.name.to_string()];
-        let e = keep(&System::host(), &by_name, vec![*one], &unknown_uncore).unwrap_err();
+        let e = keep(
+            &crate::stat::report::summary::here(),
+            &by_name,
+            vec![*one],
+            &unknown_uncore,
+        )
+        .unwrap_err();
         assert!(is_uncore(&e), "{e}");
         assert!(e.message().contains(one.name), "{e}");
         assert!(!of_model("icx").unwrap().is_empty());

@@ -46,7 +46,7 @@ impl Targets {
         match (cpu_list, all_cpus) {
             (Some(text), _) => {
                 let cpus = parse_cpu_list(text)?;
-                check_online(system, &cpus, &online_cpus())?;
+                check_online(system, &cpus, &online_cpus(system))?;
                 Ok(Targets::Attach(Attach::Cpus(cpus)))
             }
             (None, true) => Ok(Targets::Attach(Attach::AllCpus)),
@@ -235,15 +235,22 @@ mod tests {
     fn cpu_lists_parse_merge_and_keep_the_hint() {
         // The CPUs online here, each a target; a list past them is refused before it is
         // expanded (four billion targets would not fit in memory).
-        let online = online_cpus();
+        let online = online_cpus(&counterhal::system::System::host());
         assert_eq!(
-            counterhal::advanced::backend_targets(&Attach::Cpus(online.clone())).unwrap(),
+            counterhal::advanced::backend_targets(
+                &Attach::Cpus(online.clone()),
+                &counterhal::system::System::host()
+            )
+            .unwrap(),
             online
                 .iter()
                 .map(counterhal_hal::BackendTarget::Cpu)
                 .collect::<Vec<_>>()
         );
-        let all = counterhal::advanced::backend_targets(&Attach::Cpus(list("0-4294967295")));
+        let all = counterhal::advanced::backend_targets(
+            &Attach::Cpus(list("0-4294967295")),
+            &counterhal::system::System::host(),
+        );
         assert_eq!(all.unwrap_err().kind(), ErrorKind::InvalidInput);
         // A CPU named twice is counted once; the order given does not matter.
         assert_eq!(parse_cpu_list("3,1-3, 1").unwrap().to_string(), "1-3");
@@ -357,17 +364,18 @@ mod tests {
             panic!("{alone:?}");
         };
         // This test runs among the harness's threads: several, or this one.
-        let tids: Vec<u32> = counterhal::advanced::backend_targets(&attach)
-            .unwrap()
-            .into_iter()
-            .map(|t| match t {
-                counterhal_hal::BackendTarget::Process { pid, inherit } => {
-                    assert!(!inherit, "{t:?}");
-                    pid
-                }
-                other => panic!("{other:?}"),
-            })
-            .collect();
+        let tids: Vec<u32> =
+            counterhal::advanced::backend_targets(&attach, &counterhal::system::System::host())
+                .unwrap()
+                .into_iter()
+                .map(|t| match t {
+                    counterhal_hal::BackendTarget::Process { pid, inherit } => {
+                        assert!(!inherit, "{t:?}");
+                        pid
+                    }
+                    other => panic!("{other:?}"),
+                })
+                .collect();
         assert!(tids.contains(&me), "{tids:?}");
         assert_eq!(
             Targets::Command.without_children(&System::host()).unwrap(),

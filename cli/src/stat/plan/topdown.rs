@@ -7,8 +7,8 @@
 //! (`--metric-only`).
 
 use counterhal::Error;
+use counterhal::metrics::Machine;
 use counterhal::metrics::{self as named_metrics, MetricDef};
-use counterhal_system::System;
 
 /// The level a metric's groups place it at, as perf reads it: the digit after the first
 /// `TopdownL` of its groups joined by `;` (perf's `strstr` of `MetricGroup`).
@@ -36,8 +36,8 @@ pub type Names<'m> = (Option<&'m str>, Vec<&'static str>);
 /// Whether `metric` reads an event of a hybrid chip's core PMU other than `own` (perf's
 /// alderlake table holds the Atom cores' metrics beside the Core cores', each reading its
 /// PMU's events: `cpu_atom@TOPDOWN_FE_BOUND.FRONTEND_BANDWIDTH@`).
-fn another_cores(system: &System, metric: &MetricDef, own: &str) -> bool {
-    named_metrics::events_needed(system, &[metric])
+fn another_cores(machine: &Machine, metric: &MetricDef, own: &str) -> bool {
+    named_metrics::events_needed(machine, &[metric])
         .iter()
         .filter_map(|event| event.split_once('/').map(|(pmu, _)| pmu))
         .any(|pmu| pmu.starts_with("cpu_") && pmu != own)
@@ -69,7 +69,7 @@ fn the_atoms(metric: &MetricDef, atoms: &[MetricDef]) -> bool {
 /// metric groups aren't present."), or `level` is past the deepest (bad input: "The max
 /// level is N."), or no table has a metric at `level` (unsupported); a malformed table.
 pub fn each_core<'m>(
-    system: &System,
+    machine: &Machine,
     tables: &[Table<'m>],
     level: u32,
 ) -> Result<Vec<Names<'m>>, Error> {
@@ -117,7 +117,7 @@ pub fn each_core<'m>(
             let members: Vec<&'static MetricDef> = own
                 .iter()
                 .filter(|m| m.groups.iter().any(|g| *g == group))
-                .filter(|m| table.pmu.is_none_or(|pmu| !another_cores(system, m, pmu)))
+                .filter(|m| table.pmu.is_none_or(|pmu| !another_cores(machine, m, pmu)))
                 .filter(|m| table.pmu != Some("cpu_core") || !the_atoms(m, atoms))
                 .collect();
             let perfs = members.iter().any(|m| m.name.starts_with("tma_"));
@@ -152,7 +152,7 @@ mod tests {
             pmu: None,
             counted: true,
         };
-        let mut each = each_core(&System::host(), &[table], level)?;
+        let mut each = each_core(&crate::stat::report::summary::here(), &[table], level)?;
         Ok(each.pop().map(|(_, names)| names).unwrap_or_default())
     }
 
@@ -205,7 +205,7 @@ mod tests {
             counted: true,
         };
         let tables = [table("adl_glc", "cpu_core"), table("adl_grt", "cpu_atom")];
-        let each = each_core(&System::host(), &tables, 2).unwrap();
+        let each = each_core(&crate::stat::report::summary::here(), &tables, 2).unwrap();
         let mut core = each[0].1.clone();
         core.sort_unstable();
         let perfs = [
@@ -232,14 +232,19 @@ mod tests {
                 "tma_resource_bound",
             ]
         );
-        assert_eq!(each_core(&System::host(), &tables, 1).unwrap().len(), 2);
+        assert_eq!(
+            each_core(&crate::stat::report::summary::here(), &tables, 1)
+                .unwrap()
+                .len(),
+            2
+        );
         // --cputype core: the Atom cores' table only tells their metrics apart.
         let atom = Table {
             counted: false,
             ..table("adl_grt", "cpu_atom")
         };
         let core_alone = [table("adl_glc", "cpu_core"), atom];
-        let each = each_core(&System::host(), &core_alone, 2).unwrap();
+        let each = each_core(&crate::stat::report::summary::here(), &core_alone, 2).unwrap();
         assert_eq!(each.len(), 1);
         let mut alone = each[0].1.clone();
         alone.sort_unstable();
@@ -259,7 +264,7 @@ mod tests {
             counted: pmu == "cpu_core",
         };
         let tables = [table("adl_glc", "cpu_core"), table("adl_grt", "cpu_atom")];
-        let each = each_core(&System::host(), &tables, 3).unwrap();
+        let each = each_core(&crate::stat::report::summary::here(), &tables, 3).unwrap();
         let mut core = each[0].1.clone();
         core.sort_unstable();
         let perfs = "tma_branch_resteers tma_divider tma_dram_bound tma_dsb tma_dsb_switches \

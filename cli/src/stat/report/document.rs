@@ -250,7 +250,11 @@ mod tests {
         };
         let mut out = String::new();
         let report = Report::of(&args, metrics);
-        json(&mut out, &report, &Summary::of_interval(&events, section));
+        json(
+            &mut out,
+            &report,
+            &Summary::of_interval(crate::stat::report::summary::here(), &events, section),
+        );
         let document: Value = serde_json::from_str(&out).unwrap();
         document["metrics"]
             .as_array()
@@ -289,7 +293,7 @@ mod tests {
         {
             assert_eq!((metric.name, stat_name.as_str()), (name, name));
             let value = counterhal::metrics::evaluate(
-                &counterhal::metrics::Machine::host(),
+                &crate::stat::report::summary::here(),
                 metric,
                 &library,
                 MINUTE_NS,

@@ -97,8 +97,7 @@ impl<'a> Intervals<'a> {
         if self.report.quiet {
             return;
         }
-        let mut interval = Summary::of_interval(&self.events, section);
-        interval.system = self.report.machine.clone();
+        let interval = Summary::of_interval(self.report.machine.clone(), &self.events, section);
         let text = render_interval(self.report, &interval, heading, &mut self.objects);
         self.write(&text);
     }

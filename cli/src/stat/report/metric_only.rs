@@ -268,14 +268,17 @@ mod tests {
     }
 
     fn one_run() -> Summary {
-        Summary::of(&[run(
-            &[
-                ("task-clock", Some(500_000_000)),
-                ("page-faults", Some(1_000)),
-                ("cycles", None),
-            ],
-            1_000_000_000,
-        )])
+        Summary::of(
+            crate::stat::report::summary::here(),
+            &[run(
+                &[
+                    ("task-clock", Some(500_000_000)),
+                    ("page-faults", Some(1_000)),
+                    ("cycles", None),
+                ],
+                1_000_000_000,
+            )],
+        )
     }
 
     #[test]

@@ -347,7 +347,10 @@ mod tests {
 
     #[test]
     fn nothing_counted_is_an_error_naming_the_file() {
-        let summary = Summary::of(&[run(&[("cycles", None)], 1)]);
+        let summary = Summary::of(
+            crate::stat::report::summary::here(),
+            &[run(&[("cycles", None)], 1)],
+        );
         let mut svg = String::new();
         let path = Path::new("/nonexistent/x.svg");
         let e = render(&Plot::default(), &summary.events, path, &mut svg).unwrap_err();
@@ -359,7 +362,10 @@ mod tests {
     #[test]
     fn a_plot_keeps_a_bounded_number_of_points() {
         let one = run(&[("page-faults", Some(0))], 1);
-        let summary = Summary::of(std::slice::from_ref(&one));
+        let summary = Summary::of(
+            crate::stat::report::summary::here(),
+            std::slice::from_ref(&one),
+        );
         let mut plot = Plot::default();
         let mut before: Option<Snapshot> = None;
         for i in 1..=100_000u64 {

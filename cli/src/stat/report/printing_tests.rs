@@ -16,14 +16,17 @@ fn render_with(words: &[&str], summary: &Summary) -> String {
 
 /// page-faults and task-clock 1.5 ms counted, cycles not supported, in one run of 2 s.
 fn one_run() -> Summary {
-    Summary::of(&[run(
-        &[
-            ("page-faults", Some(1_234_567)),
-            ("task-clock", Some(1_500_000)),
-            ("cycles", None),
-        ],
-        2_000_000_000,
-    )])
+    Summary::of(
+        crate::stat::report::summary::here(),
+        &[run(
+            &[
+                ("page-faults", Some(1_234_567)),
+                ("task-clock", Some(1_500_000)),
+                ("cycles", None),
+            ],
+            2_000_000_000,
+        )],
+    )
 }
 
 #[test]
@@ -127,7 +130,7 @@ fn the_table_shows_runs_spreads_ratios_times_and_the_end() {
     }
     let text = render_with(
         &["-r", "2", "-C", "0,2-3", "--", "true"],
-        &Summary::of(&runs),
+        &Summary::of(crate::stat::report::summary::here(), &runs),
     );
     assert!(text.contains("for CPUs '0,2-3' (2 runs):"), "{text}");
     let instructions = text.lines().find(|l| l.contains("instructions")).unwrap();
@@ -165,7 +168,11 @@ fn intervals_and_places_print_with_their_columns() {
         counts: vec![place(0, 100_000_000), place(1, 50_000_000)],
     };
     let (summary, mut sections) = intervals(&one, &[snapshot]);
-    let interval = Summary::of_interval(&summary.events, sections.remove(0));
+    let interval = Summary::of_interval(
+        crate::stat::report::summary::here(),
+        &summary.events,
+        sections.remove(0),
+    );
     let args = parse(&["-a", "-A", "-I", "100"]).unwrap();
     let report = Report::of(&args, &[]);
     let text = render_interval(&report, &interval, true, &mut 0);
@@ -190,7 +197,10 @@ fn intervals_and_places_print_with_their_columns() {
 
 #[test]
 fn one_reason_shared_by_several_events_is_said_once() {
-    let summary = Summary::of(&[run(&[("cycles", None), ("instructions", None)], 1)]);
+    let summary = Summary::of(
+        crate::stat::report::summary::here(),
+        &[run(&[("cycles", None), ("instructions", None)], 1)],
+    );
     let text = render_with(&["-p", "42", "--", "true"], &summary);
     assert!(text.contains("for process id '42':"), "{text}");
     assert!(text.contains("   cycles: no PMU here\n"), "{text}");
@@ -278,7 +288,7 @@ fn software_multiplexing_on_the_device_models_shows_in_every_format() {
         for (result, reading) in one.events.iter_mut().zip(&readings) {
             result.outcome = Ok(*reading);
         }
-        let summary = Summary::of(&[one]);
+        let summary = Summary::of(crate::stat::report::summary::here(), &[one]);
         let table = render_with(&["--", "true"], &summary);
         let shares: Vec<f64> = table
             .lines()
@@ -313,19 +323,22 @@ fn software_multiplexing_on_the_device_models_shows_in_every_format() {
 /// branches per second in `M/sec`, the miss rate in `%`).
 #[test]
 fn every_default_event_carries_perf_7_2_s_metric() {
-    let summary = Summary::of(&[run(
-        &[
-            ("task-clock", Some(2_000_000)),
-            ("context-switches", Some(4)),
-            ("cpu-migrations", Some(1)),
-            ("page-faults", Some(50)),
-            ("cycles", Some(6_000_000)),
-            ("instructions", Some(3_000_000)),
-            ("branches", Some(500_000)),
-            ("branch-misses", Some(5_000)),
-        ],
-        4_000_000,
-    )]);
+    let summary = Summary::of(
+        crate::stat::report::summary::here(),
+        &[run(
+            &[
+                ("task-clock", Some(2_000_000)),
+                ("context-switches", Some(4)),
+                ("cpu-migrations", Some(1)),
+                ("page-faults", Some(50)),
+                ("cycles", Some(6_000_000)),
+                ("instructions", Some(3_000_000)),
+                ("branches", Some(500_000)),
+                ("branch-misses", Some(5_000)),
+            ],
+            4_000_000,
+        )],
+    );
     let text = render_with(&["true"], &summary);
     let expected = [
         ("task-clock", "     0.5 CPUs  CPUs_utilized"),

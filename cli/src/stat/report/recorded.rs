@@ -43,7 +43,7 @@ pub fn print(
 /// headed by the command that recorded it, with `metrics` computed from its counts: the text
 /// [`print()`] writes, and `counterhal jobs` a departed cgroup's record.
 pub fn render(mut args: StatArgs, recording: &Recording, metrics: &[&'static MetricDef]) -> String {
-    let summary = summary_of(recording);
+    let summary = summary_of(args.sysfs.system(), recording);
     args.command = match recording.command_line.is_empty() {
         true => vec![OsString::from("pipe")],
         false => recording.command_line.iter().map(OsString::from).collect(),
@@ -54,7 +54,7 @@ pub fn render(mut args: StatArgs, recording: &Recording, metrics: &[&'static Met
 
 /// A recording as `stat` summarizes a run: one event line each (a clock's and a tool event's
 /// unit is the printer's own), the final round's time as the elapsed time.
-fn summary_of(recording: &Recording) -> Summary {
+fn summary_of(system: counterhal::system::System, recording: &Recording) -> Summary {
     let events: Vec<EventSummary> = recording
         .events
         .iter()
@@ -91,7 +91,12 @@ fn summary_of(recording: &Recording) -> Summary {
             events: events.clone(),
         }],
     };
-    Summary::of_one(events, section, "exited with status 0")
+    Summary::of_one(
+        counterhal::metrics::Machine::new(system),
+        events,
+        section,
+        "exited with status 0",
+    )
 }
 
 /// What `stat record` writes to: a file, or standard output (`-o -`).

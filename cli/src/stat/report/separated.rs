@@ -276,14 +276,17 @@ mod tests {
 
     /// page-faults and task-clock counted, cycles not supported, in 2 ms.
     fn one_run() -> Summary {
-        Summary::of(&[run(
-            &[
-                ("task-clock", Some(1_500_000)),
-                ("page-faults", Some(1_234)),
-                ("cycles", None),
-            ],
-            2_000_000,
-        )])
+        Summary::of(
+            crate::stat::report::summary::here(),
+            &[run(
+                &[
+                    ("task-clock", Some(1_500_000)),
+                    ("page-faults", Some(1_234)),
+                    ("cycles", None),
+                ],
+                2_000_000,
+            )],
+        )
     }
 
     #[test]
@@ -306,7 +309,12 @@ mod tests {
     fn csv_puts_the_spread_fourth_and_the_time_and_place_first() {
         let runs = [90, 110].map(|faults| run(&[("page-faults", Some(faults))], 1));
         let mut text = String::new();
-        csv(&mut text, ";", &Summary::of(&runs), &[]);
+        csv(
+            &mut text,
+            ";",
+            &Summary::of(crate::stat::report::summary::here(), &runs),
+            &[],
+        );
         assert_eq!(text, "100;;page-faults;10.00%;1000;100.00;;\n");
 
         let one = run(&[("cpu-clock", Some(30))], 10);
@@ -320,7 +328,11 @@ mod tests {
         };
         let (summary, mut sections) = intervals(&one, &[snapshot]);
         let mut text = String::new();
-        let interval = Summary::of_interval(&summary.events, sections.remove(0));
+        let interval = Summary::of_interval(
+            crate::stat::report::summary::here(),
+            &summary.events,
+            sections.remove(0),
+        );
         csv(&mut text, ",", &interval, &[]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -388,7 +400,12 @@ mod tests {
         one.events[0].outcome = Ok(Reading::new(100, 1000, 250));
         one.events[1].outcome = Ok(Reading::new(0, 1000, 0));
         let mut text = String::new();
-        csv(&mut text, ",", &Summary::of(&[one]), &[]);
+        csv(
+            &mut text,
+            ",",
+            &Summary::of(crate::stat::report::summary::here(), &[one]),
+            &[],
+        );
         assert_eq!(
             text,
             "400,,page-faults,250,25.00,,\n<not counted>,,idle,0,0.00,,\n"

@@ -70,11 +70,12 @@ pub struct EventSummary {
 }
 
 impl Summary {
-    /// The summary of `runs`, which all counted the same events in the same order.
+    /// The summary of `runs`, which all counted the same events in the same order, its
+    /// metrics read on `system`.
     ///
     /// # Panics
     /// When `runs` is empty (`-r` is at least 1).
-    pub fn of(runs: &[Run]) -> Summary {
+    pub fn of(system: Machine, runs: &[Run]) -> Summary {
         let first = runs.first().expect("at least one run");
         let events: Vec<EventSummary> = first
             .events
@@ -117,7 +118,7 @@ impl Summary {
             elapsed_spread,
             elapsed_each_ns: elapsed,
             sections,
-            system: Machine::host(),
+            system,
         }
     }
 }
@@ -211,15 +212,20 @@ pub fn interval(now: &[Counts], before: Option<&[Counts]>) -> Vec<Counts> {
 
 impl Summary {
     /// One interval of `-I` as a summary of its own, to print as it ends: the run's `events`
-    /// as planned, and the interval's section.
-    pub fn of_interval(events: &[EventSummary], section: Section) -> Summary {
-        Summary::of_one(events.to_vec(), section, "")
+    /// as planned, and the interval's section, its metrics read on `system`.
+    pub fn of_interval(system: Machine, events: &[EventSummary], section: Section) -> Summary {
+        Summary::of_one(system, events.to_vec(), section, "")
     }
 
     /// One stretch counted once (an interval, a recording): `events` over it, `section` as
     /// it prints (its length the elapsed time), a command that ended as `description` says
-    /// with status 0, and no spread.
-    pub fn of_one(events: Vec<EventSummary>, section: Section, description: &str) -> Summary {
+    /// with status 0, and no spread, its metrics read on `system`.
+    pub fn of_one(
+        system: Machine,
+        events: Vec<EventSummary>,
+        section: Section,
+        description: &str,
+    ) -> Summary {
         Summary {
             events,
             end: CommandEnd {
@@ -234,7 +240,7 @@ impl Summary {
             runs: 1,
             elapsed_spread: None,
             sections: vec![section],
-            system: Machine::host(),
+            system,
         }
     }
 }
@@ -370,6 +376,15 @@ fn base_name(name: &str) -> &str {
     name.split(':').next().unwrap_or(name)
 }
 
+/// This machine's facts, threads counted: what the tests' summaries read (one for the tests,
+/// whose facts are read once).
+#[cfg(test)]
+pub(crate) fn here() -> Machine {
+    static HERE: std::sync::OnceLock<Machine> = std::sync::OnceLock::new();
+    HERE.get_or_init(|| Machine::new(counterhal::system::System::host()))
+        .clone()
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use counterhal::Error;
@@ -430,7 +445,7 @@ pub(super) mod tests {
             run(&[("page-faults", Some(90)), ("cycles", None)], 1_000),
             run(&[("page-faults", Some(110)), ("cycles", None)], 3_000),
         ];
-        let summary = Summary::of(&runs);
+        let summary = Summary::of(crate::stat::report::summary::here(), &runs);
         assert_eq!(summary.runs, 2);
         let faults = &summary.events[0];
         assert_eq!(faults.reading.as_ref().unwrap().value, 100);
@@ -463,7 +478,10 @@ pub(super) mod tests {
 
     /// The sections of `run`'s intervals, each snapshot of `snapshots` taken in turn.
     pub fn intervals(run: &Run, snapshots: &[Snapshot]) -> (Summary, Vec<Section>) {
-        let summary = Summary::of(std::slice::from_ref(run));
+        let summary = Summary::of(
+            crate::stat::report::summary::here(),
+            std::slice::from_ref(run),
+        );
         let mut before = None;
         let sections = snapshots
             .iter()
@@ -518,7 +536,7 @@ pub(super) mod tests {
             counts(Some(Place::Cpu(0)), &[Some(10)], 10),
             counts(Some(Place::Cpu(1)), &[Some(20)], 10),
         ];
-        let summary = Summary::of(&[one]);
+        let summary = Summary::of(crate::stat::report::summary::here(), &[one]);
         let places = &summary.sections[0].places;
         assert_eq!(places.len(), 2);
         assert_eq!(places[1].place, Some(Place::Cpu(1)));
@@ -539,17 +557,27 @@ pub(super) mod tests {
 
     #[test]
     fn one_run_has_no_spread_and_a_zero_mean_none_to_speak_of() {
-        let one = Summary::of(&[run(&[("page-faults", Some(5))], 1)]);
+        let one = Summary::of(
+            crate::stat::report::summary::here(),
+            &[run(&[("page-faults", Some(5))], 1)],
+        );
         assert_eq!(one.events[0].stddev_percent, None);
         // A mean of 0 has a spread of 0%, which perf prints too.
-        let zeros = Summary::of(&[run(&[("x", Some(0))], 1), run(&[("x", Some(0))], 1)]);
+        let zeros = Summary::of(
+            crate::stat::report::summary::here(),
+            &[run(&[("x", Some(0))], 1), run(&[("x", Some(0))], 1)],
+        );
         assert_eq!(zeros.events[0].stddev_percent, Some(0.0));
     }
 
     #[test]
     fn an_event_failing_in_any_run_is_not_counted() {
         let runs = [run(&[("cycles", Some(5))], 1), run(&[("cycles", None)], 1)];
-        assert!(Summary::of(&runs).events[0].reading.is_err());
+        assert!(
+            Summary::of(crate::stat::report::summary::here(), &runs).events[0]
+                .reading
+                .is_err()
+        );
     }
 
     #[test]
@@ -558,7 +586,7 @@ pub(super) mod tests {
         last.end.exit_code = 3;
         last.end.exit_description = "exited with status 3".to_string();
         last.end.note = Some("a note".to_string());
-        let end = Summary::of(&[run(&[], 1), last]).end;
+        let end = Summary::of(crate::stat::report::summary::here(), &[run(&[], 1), last]).end;
         assert_eq!(end.exit_code, 3);
         assert_eq!(end.exit_description, "exited with status 3");
         assert_eq!(end.note.as_deref(), Some("a note"));
@@ -566,14 +594,17 @@ pub(super) mod tests {
 
     #[test]
     fn clocks_are_known_by_name() {
-        let summary = Summary::of(&[run(
-            &[
-                ("task-clock:u", Some(1)),
-                ("CPU-CLOCK", Some(1)),
-                ("cycles", Some(1)),
-            ],
-            1,
-        )]);
+        let summary = Summary::of(
+            crate::stat::report::summary::here(),
+            &[run(
+                &[
+                    ("task-clock:u", Some(1)),
+                    ("CPU-CLOCK", Some(1)),
+                    ("cycles", Some(1)),
+                ],
+                1,
+            )],
+        );
         let clocks: Vec<bool> = summary.events.iter().map(EventSummary::is_clock).collect();
         assert_eq!(clocks, [true, true, false]);
     }
