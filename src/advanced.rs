@@ -10,10 +10,16 @@
 //! ([`AnyBackend`], e.g. one of [`registry::REGISTRY`](crate::registry::REGISTRY)'s device
 //! models), or to read a set from a signal handler ([`SharedReads`]: reads that take no lock
 //! and allocate nothing, which libpapi's `PAPI_read` and the C API's `counterhal_set_read`
-//! read through). Programming one backend target yourself is the `counterhal-hal` crate's, a
-//! backend author's vocabulary documented there (`Backend::open` on a `BackendTarget`: one
-//! thread, process or CPU, where a [`Target`] may stand for several, [`backend_targets`]);
-//! the items here that name its types link to its documentation.
+//! read through).
+//!
+//! The backend's vocabulary the face's signatures name is exported here too, so that a
+//! program names what it is handed without depending on `counterhal-hal`: a
+//! [`BackendTarget`] (one thread, process or CPU, where a [`Target`] may stand for several:
+//! [`backend_targets`]), a backend's [`Capabilities`] (what
+//! [`Chosen::capabilities`](crate::Chosen::capabilities) returns), and the [`Term`]s and
+//! [`Encoding`]s a [`ResolvedEvent`](crate::ResolvedEvent) is made of. Programming a backend
+//! target yourself (`Backend::open`) is the `counterhal-hal` crate's, a backend author's
+//! vocabulary documented there.
 
 pub use crate::attach::MultiSet;
 use crate::attach::Target;
@@ -22,7 +28,11 @@ pub use crate::chosen::AnyBackend;
 pub use crate::command::{CountedCommand, Follow};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
-use counterhal_hal::{BackendTarget, Result};
+use counterhal_hal::Result;
+pub use counterhal_hal::{
+    Accepts, BackendTarget, Capabilities, CounterSet, DeviceKind, Encoding, EventRequest, Evtsel,
+    ExcludeBits, ExtraMsr, Family, P5Cesr, PerfAttr, Scope, SharedRead, Sign, TargetSupport, Term,
+};
 use counterhal_system::System;
 
 /// The backend targets `target` stands for now on `system`, one a thread or CPU (a process's

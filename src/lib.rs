@@ -106,16 +106,17 @@
 //! **For backend authors**: the vocabulary is the `counterhal-hal` crate (the `Backend` and
 //! `Group` traits, encodings, capabilities, the backend's own target `BackendTarget`: one
 //! thread, process or CPU), the database `counterhal-events`; each is documented in its own
-//! crate, and this crate re-exports of them only what a program that counts needs (the few
-//! methods that hand out a backend's items, such as [`Chosen::resolve`], link there);
-//! a backend is a crate implementing them that registers itself (its `REGISTRATION`, a
+//! crate, and this crate re-exports of them what a program that counts needs and every type
+//! its own signatures hand out (a [`ResolvedEvent`] here, the backend's capabilities, targets
+//! and encodings in [`advanced`]), so that no program depends on `counterhal-hal` to name
+//! them; a backend is a crate implementing them that registers itself (its `REGISTRATION`, a
 //! `counterhal_hal::Registration`), given a line in [`registry::REGISTRY`] and a Cargo feature
 //! here. ARCHITECTURE.md has the map.
 
 pub use counterhal_hal::{
     BoxedGroup, Countable, CpuList, Domain, Error, ErrorKind, EventSet, Group, OpenOptions,
-    Overflow, OverflowCallback, Rate, Reading, Record, Result, Sample, SampleFields, SampleOptions,
-    Sampler, Unit, Wakeup, Walked,
+    Overflow, OverflowCallback, Rate, Reading, Record, ResolvedEvent, Result, Sample, SampleFields,
+    SampleOptions, Sampler, Unit, Wakeup, Walked,
 };
 /// Launching the measured command on Unix (what [`Chosen::count_command`] takes), and how it
 /// ended (what a [`CommandCount`] holds).

@@ -5,12 +5,12 @@ use counterhal::ErrorKind;
 use counterhal::OpenOptions;
 use counterhal::Place;
 use counterhal::advanced::AnyBackend;
+use counterhal::advanced::BackendTarget;
+use counterhal::advanced::Encoding;
 use counterhal::prelude::*;
 use counterhal_conformance::skip;
 use counterhal_conformance::skip::Need;
 use counterhal_events::listing::{Section, list_events};
-use counterhal_hal::BackendTarget;
-use counterhal_hal::Encoding;
 
 /// The first backend that works here, counting this thread's software events.
 fn backend() -> Option<Chosen> {

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use counterhal::Context;
 use counterhal::advanced::AnyBackend;
+use counterhal::advanced::{CounterSet, Encoding, Evtsel, ExtraMsr, P5Cesr};
 use counterhal_events::Database;
 use counterhal_events::listing::fields::fields_text;
 use counterhal_events::listing::{Section, list_events};
-use counterhal_hal::{CounterSet, Encoding, Evtsel, ExtraMsr, P5Cesr};
 
 const FILE: &str = r#"
 [[cpu]]
