@@ -35,7 +35,7 @@ impl Chosen {
     ///
     /// # Errors
     /// [`ErrorKind::Unsupported`] when the chosen backend cannot sample (its
-    /// [`Capabilities::sampling`](counterhal_hal::Capabilities::sampling)), or a name stands for
+    /// [`Capabilities::sampling`](crate::advanced::Capabilities::sampling)), or a name stands for
     /// a sum or difference of events (a preset such as `PAPI_L1_TCM`: one event samples);
     /// as [`Backend::resolve`](counterhal_hal::Backend::resolve) for the names; as the
     /// backend's sampler. Where the system refuses counting the kernel (Linux at
