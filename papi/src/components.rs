@@ -7,8 +7,6 @@
 //! holds), with libpfm4's `perf_raw` PMU (perf's raw syntax, `perf_raw::rc0`) between them,
 //! as PAPI lists it.
 
-use std::sync::atomic::Ordering;
-
 use counterhal_hal::GeneralizedEvent;
 
 use crate::library;
@@ -44,7 +42,7 @@ fn model_facts(chosen: &facade::Chosen) -> (i32, Option<String>) {
 /// Fills component 0's preset count and PMU names once the library is initialised (a no-op
 /// before, and once filled).
 pub fn fill_component_zero() {
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+    if crate::unlocked::init_state() == 0 {
         return;
     }
     let _ = library::with_kept(|library, kept| {

@@ -72,7 +72,10 @@ pub fn json(g: &Record, hardware: &crate::info::HwInfo) -> String {
     let mut o = String::from("{");
     line(&mut o, 1);
     // PAPI_VERSION of the release the program speaks (7.0.0.0 before it chose one).
-    let release = crate::release::chosen().unwrap_or(crate::release::Release::V7_0);
+    let release = crate::unlocked::UNLOCKED
+        .chosen_release
+        .get()
+        .unwrap_or(crate::release::Release::V7_0);
     let _ = write!(o, "\"papi_version\":\"{}\",", release.name());
     let end = hardware
         .model_string

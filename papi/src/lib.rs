@@ -36,3 +36,4 @@ pub mod shared_reads;
 mod sys;
 pub mod topology;
 pub mod uncore;
+pub mod unlocked;

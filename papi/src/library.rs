@@ -3,7 +3,7 @@
 //! PAPI code; `sys` turns C arguments into these calls.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use counterhal_hal::BackendTarget;
@@ -19,6 +19,7 @@ use crate::names::{self, Native};
 use crate::perf_natives::Placement;
 use crate::powercap_zones::ZoneEvent;
 use crate::presets::presets;
+use crate::unlocked::UNLOCKED;
 
 /// `PAPI_STOPPED`.
 pub const STOPPED: i32 = 0x01;
@@ -47,14 +48,6 @@ pub const GRN_SYS: i32 = 8;
 /// The granularities PAPI 7.0's perf_event component takes (`available_granularities`):
 /// the calling thread and the whole CPU.
 pub const GRN_AVAILABLE: i32 = GRN_THR | GRN_SYS;
-
-/// `PAPI_is_initialized`'s value: 0, or `PAPI_LOW_LEVEL_INITED` (1) with
-/// `PAPI_THREAD_LEVEL_INITED` (4) once threads are initialised.
-///
-/// Static beside the lock: `PAPI_is_initialized` and the calls that answer `PAPI_ENOINIT`
-/// read it without waiting, a signal handler's included (one that interrupted a call
-/// holding the lock is refused the lock).
-pub static INIT_STATE: AtomicI32 = AtomicI32::new(0);
 
 /// Whether `PAPI_disable_component(cidx)` was called before initialisation.
 pub fn disabled(cidx: i32) -> bool {
@@ -445,8 +438,8 @@ pub const UNCORE_COMPONENT: i32 = 1;
 /// What a process's PAPI holds: the settings a program may give before
 /// `PAPI_library_init`, the last error, the library once initialised, the threads known, the
 /// high-level interface's record, and what C holds pointers to. Every call reaches it
-/// through the one lock (`PROCESS`); the statics beside it are those that lock cannot
-/// serve (each says why).
+/// through the one lock (`PROCESS`); what that lock cannot serve stands beside it in one
+/// other value (`unlocked::UNLOCKED`, each field saying why).
 pub struct Process {
     /// The components `PAPI_disable_component` disabled before initialisation, one bit per
     /// index.
@@ -564,7 +557,7 @@ fn lock() -> Option<Locked> {
 /// interrupted a call holding the lock.
 fn on_process<T>(f: impl FnOnce(&mut Process) -> T) -> Option<T> {
     // Dropped after the lock, as in `with_or`.
-    let _held = crate::sys::signals::hold();
+    let _held = crate::unlocked::hold_overflow_signal();
     let mut locked = lock()?;
     Some(f(&mut locked))
 }
@@ -634,7 +627,7 @@ fn with_or<T>(
 ) -> Result<T, i32> {
     // Dropped after the lock below: an overflow handler that calls the library runs once the
     // lock is free, not on top of the call that holds it.
-    let _held = crate::sys::signals::hold();
+    let _held = crate::unlocked::hold_overflow_signal();
     // A signal handler that interrupted a call holding the lock on this thread: refused
     // (PAPI_EMISC), never a deadlock. (PAPI_read of a started set takes no lock.)
     let Some(mut locked) = lock() else {
@@ -753,7 +746,11 @@ pub fn library_init(
     let Some(mut guard) = lock() else {
         return Err(crate::codes::EMISC);
     };
-    if crate::release::chosen().is_some_and(|chosen| chosen != release) {
+    if UNLOCKED
+        .chosen_release
+        .get()
+        .is_some_and(|chosen| chosen != release)
+    {
         guard.last_error = EINVAL;
         return Err(EINVAL);
     }
@@ -816,7 +813,7 @@ pub fn library_init(
         hypervisor,
     };
     // Under the library's lock: no other call chose a release since the check above.
-    let _ = crate::release::choose(release);
+    let _ = UNLOCKED.chosen_release.set(release);
     let process = &mut *guard;
     if !process.threads.iter().any(|(t, _)| *t == this_thread) {
         process.threads.push((this_thread, [0; 3]));
@@ -827,7 +824,7 @@ pub fn library_init(
         disabled: process.disabled,
     });
     process.library = Some(library);
-    INIT_STATE.fetch_or(1, Ordering::SeqCst);
+    UNLOCKED.init_state.fetch_or(1, Ordering::SeqCst);
     Ok(Init::Made)
 }
 
@@ -898,7 +895,7 @@ pub fn shutdown() {
     }
     locked.library = None;
     drop(locked);
-    INIT_STATE.store(0, Ordering::SeqCst);
+    UNLOCKED.init_state.store(0, Ordering::SeqCst);
 }
 
 /// Component 0's description (a pointer stable while the library is initialised; before

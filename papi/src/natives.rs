@@ -2,12 +2,10 @@
 //! native table filled as names are looked up or enumerated (`PAPI_enum_cmp_event`), and what
 //! `PAPI_query_event` and `PAPI_get_event_info` answer.
 
-use std::sync::atomic::Ordering;
-
 use crate::codes::{EBUF, EINVAL, ENOCMP, ENOEVNT, ENOINIT, ENOTPRESET, EPERM, OK};
 use crate::info::{self, EventInfo, set_str};
 use crate::libpfm4::HypervisorLevel;
-use crate::library::{INIT_STATE, Library, with};
+use crate::library::{Library, with};
 use crate::names::{self, Code, Native};
 use crate::perf_natives::Placement;
 use crate::presets::{preset, presets};
@@ -17,7 +15,7 @@ use crate::release::{Modifier, Release};
 pub fn name_to_code(name: &str) -> Result<i32, i32> {
     if let Some(index) = names::preset_index(name) {
         // A preset has its code whether or not it counts here (PAPI's presets round-trip).
-        if INIT_STATE.load(Ordering::SeqCst) == 0 {
+        if crate::unlocked::init_state() == 0 {
             return Err(ENOINIT);
         }
         return Ok(names::preset_code(index));

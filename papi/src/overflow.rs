@@ -31,19 +31,6 @@ pub struct Slot {
     pub profile: AtomicUsize,
 }
 
-/// The slots.
-///
-/// Static beside the lock: the overflow signal's handler reads and writes them, and it may
-/// have interrupted a call that holds the lock.
-pub static TABLE: [Slot; SLOTS] = [const {
-    Slot {
-        set: AtomicI32::new(-1),
-        handler: AtomicUsize::new(0),
-        vector: AtomicI64::new(0),
-        profile: AtomicUsize::new(0),
-    }
-}; SLOTS];
-
 /// One event's overflow, as `PAPI_overflow` set it.
 #[derive(Clone, Copy, Debug)]
 pub struct Spec {
@@ -51,7 +38,7 @@ pub struct Spec {
     pub code: i32,
     /// Events per overflow.
     pub threshold: u64,
-    /// Its slot in [`TABLE`].
+    /// Its slot in the overflow [`Table`].
     pub slot: usize,
     /// The function the sampler calls (it reads the slot and calls the handler).
     pub callback: OverflowCallback,
@@ -62,50 +49,75 @@ pub struct Spec {
 /// to its buffers; an event of the set that is not profiled then calls nothing.
 pub const PROFILE_HANDLER: usize = usize::MAX;
 
-/// Takes a free slot for event set `set` (`set` >= 0) with `handler`, or `None` when all are
-/// taken.
-pub fn take_slot(set: i32, handler: usize, vector: i64) -> Option<usize> {
-    let slot = TABLE.iter().position(|s| {
-        s.set
-            .compare_exchange(-1, set, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-    })?;
-    TABLE[slot].vector.store(vector, Ordering::Release);
-    TABLE[slot].handler.store(handler, Ordering::Release);
-    Some(slot)
-}
+/// The slots, in the process's one value beside the library's lock
+/// (`unlocked::UNLOCKED`): the overflow signal's handler reads and writes them.
+pub struct Table([Slot; SLOTS]);
 
-/// Gives `slot` the handler `handler` (the set's, as the last `PAPI_overflow` named it).
-pub fn set_handler(slot: usize, handler: usize) {
-    if let Some(s) = TABLE.get(slot) {
-        s.handler.store(handler, Ordering::Release);
+impl Table {
+    /// Every slot free.
+    pub(crate) const fn new() -> Self {
+        Table(
+            [const {
+                Slot {
+                    set: AtomicI32::new(-1),
+                    handler: AtomicUsize::new(0),
+                    vector: AtomicI64::new(0),
+                    profile: AtomicUsize::new(0),
+                }
+            }; SLOTS],
+        )
     }
-}
 
-/// The C handler to call at an overflow of `slot`, with the set and the overflow vector to
-/// give it; `None` for a free slot, a NULL handler and a profiled event's.
-pub fn handler_of(slot: usize) -> Option<(usize, i32, i64)> {
-    let s = TABLE.get(slot)?;
-    let handler = s.handler.load(Ordering::Acquire);
-    let set = s.set.load(Ordering::Acquire);
-    if handler == 0 || handler == PROFILE_HANDLER || set < 0 {
-        return None;
+    /// Slot `slot`, where there is one.
+    pub fn get(&self, slot: usize) -> Option<&Slot> {
+        self.0.get(slot)
     }
-    Some((handler, set, s.vector.load(Ordering::Acquire)))
-}
 
-/// Whether `slot` is a profiled event's (`PAPI_profil`, `PAPI_sprofil`).
-pub fn profiles(slot: usize) -> bool {
-    TABLE
-        .get(slot)
-        .is_some_and(|s| s.profile.load(Ordering::Acquire) != 0)
-}
+    /// Takes a free slot for event set `set` (`set` >= 0) with `handler`, or `None` when all are
+    /// taken.
+    pub fn take_slot(&self, set: i32, handler: usize, vector: i64) -> Option<usize> {
+        let slot = self.0.iter().position(|s| {
+            s.set
+                .compare_exchange(-1, set, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        self.0[slot].vector.store(vector, Ordering::Release);
+        self.0[slot].handler.store(handler, Ordering::Release);
+        Some(slot)
+    }
 
-/// Frees `slot`.
-pub fn free_slot(slot: usize) {
-    if let Some(s) = TABLE.get(slot) {
-        s.profile.store(0, Ordering::Release);
-        s.handler.store(0, Ordering::Release);
-        s.set.store(-1, Ordering::Release);
+    /// Gives `slot` the handler `handler` (the set's, as the last `PAPI_overflow` named it).
+    pub fn set_handler(&self, slot: usize, handler: usize) {
+        if let Some(s) = self.0.get(slot) {
+            s.handler.store(handler, Ordering::Release);
+        }
+    }
+
+    /// The C handler to call at an overflow of `slot`, with the set and the overflow vector to
+    /// give it; `None` for a free slot, a NULL handler and a profiled event's.
+    pub fn handler_of(&self, slot: usize) -> Option<(usize, i32, i64)> {
+        let s = self.0.get(slot)?;
+        let handler = s.handler.load(Ordering::Acquire);
+        let set = s.set.load(Ordering::Acquire);
+        if handler == 0 || handler == PROFILE_HANDLER || set < 0 {
+            return None;
+        }
+        Some((handler, set, s.vector.load(Ordering::Acquire)))
+    }
+
+    /// Whether `slot` is a profiled event's (`PAPI_profil`, `PAPI_sprofil`).
+    pub fn profiles(&self, slot: usize) -> bool {
+        self.0
+            .get(slot)
+            .is_some_and(|s| s.profile.load(Ordering::Acquire) != 0)
+    }
+
+    /// Frees `slot`.
+    pub fn free_slot(&self, slot: usize) {
+        if let Some(s) = self.0.get(slot) {
+            s.profile.store(0, Ordering::Release);
+            s.handler.store(0, Ordering::Release);
+            s.set.store(-1, Ordering::Release);
+        }
     }
 }

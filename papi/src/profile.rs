@@ -103,29 +103,38 @@ pub fn bucket(profile: &Profile, pc: usize) -> Option<(Buffer, usize, usize)> {
     (index.checked_mul(width)? < buffer.size as usize).then_some((buffer, index, width))
 }
 
-/// PAPI's generator's state (`random_ushort`), which `PAPI_PROFIL_RANDOM` draws from. Static
-/// beside the lock: drawn in the overflow signal's handler, for every sample.
-static RANDOM_STATE: AtomicU32 = AtomicU32::new(0xdead_beef);
+/// PAPI's generator (`random_ushort`), which `PAPI_PROFIL_RANDOM` and `PAPI_PROFIL_COMPRESS`
+/// draw from, in the process's one value beside the library's lock
+/// (`unlocked::UNLOCKED`): drawn in the overflow signal's handler, for every sample.
+pub struct Generator(AtomicU32);
 
-/// PAPI's generator (`random_ushort`).
-fn random_ushort() -> u16 {
-    let next = RANDOM_STATE
-        .load(Ordering::Relaxed)
-        .wrapping_mul(1_664_525)
-        .wrapping_add(1_013_904_223);
-    RANDOM_STATE.store(next, Ordering::Relaxed);
-    next as u16
-}
+impl Generator {
+    /// PAPI's seed.
+    pub(crate) const fn new() -> Self {
+        Generator(AtomicU32::new(0xdead_beef))
+    }
 
-/// How much a sample adds to a bucket now holding `value` (PAPI's `profil_increment`).
-pub fn increment(flags: i32, value: u64) -> u64 {
-    if flags & RANDOM != 0 && random_ushort() <= u16::MAX / 4 {
-        return 0;
+    /// The next draw (`random_ushort`).
+    fn draw(&self) -> u16 {
+        let next = self
+            .0
+            .load(Ordering::Relaxed)
+            .wrapping_mul(1_664_525)
+            .wrapping_add(1_013_904_223);
+        self.0.store(next, Ordering::Relaxed);
+        next as u16
     }
-    if flags & COMPRESS != 0 && u64::from(random_ushort()) < value {
-        return 0;
+
+    /// How much a sample adds to a bucket now holding `value` (PAPI's `profil_increment`).
+    pub fn increment(&self, flags: i32, value: u64) -> u64 {
+        if flags & RANDOM != 0 && self.draw() <= u16::MAX / 4 {
+            return 0;
+        }
+        if flags & COMPRESS != 0 && u64::from(self.draw()) < value {
+            return 0;
+        }
+        1
     }
-    1
 }
 
 #[cfg(test)]

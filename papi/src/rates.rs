@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 
 use crate::codes::{EINVAL, ENOEVNT, OK};
-use crate::{hl, library, sets};
+use crate::{hl, sets};
 
 /// Which function is measuring.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -100,7 +100,7 @@ pub fn call(mode: Mode, events: [i32; 3], clock: Clock) -> Result<Rate, i32> {
             return Err(status);
         }
     }
-    if library::INIT_STATE.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+    if crate::unlocked::init_state() == 0 {
         return Err(crate::codes::ENOINIT);
     }
     let count = match mode {

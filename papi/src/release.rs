@@ -124,30 +124,40 @@ pub enum Modifier {
     },
 }
 
-/// The release the first successful `PAPI_library_init` chose: 0 before any, else its index
-/// in [`Release::ALL`] plus one. Set once for the process (`PAPI_shutdown` keeps it).
-///
-/// Static beside the lock: every call of the C interface reads it to choose a layout, a
-/// signal handler's included, and it outlives `PAPI_shutdown`.
-static CHOSEN: AtomicU8 = AtomicU8::new(0);
+/// A release set once for the process and read without a lock: 0 before any, else its
+/// index in [`Release::ALL`] plus one. The process's one value beside the library's lock
+/// (`unlocked::UNLOCKED`) holds two: the release the first successful
+/// `PAPI_library_init` chose (which `PAPI_shutdown` keeps), and the one the library was
+/// loaded as.
+pub struct ReleaseOnce(AtomicU8);
 
-/// The release a `PAPI_library_init` chose, if any has.
-pub fn chosen() -> Option<Release> {
-    match CHOSEN.load(Ordering::SeqCst) {
-        0 => None,
-        n => Release::ALL.get(usize::from(n) - 1).copied(),
+impl ReleaseOnce {
+    /// None yet.
+    pub(crate) const fn new() -> Self {
+        ReleaseOnce(AtomicU8::new(0))
     }
-}
 
-/// Makes `release` the one spoken for the rest of the process, where none is chosen yet or
-/// it is the one chosen; `Err` with the chosen one where another release was chosen first.
-pub fn choose(release: Release) -> Result<(), Release> {
-    let index = Release::ALL.iter().position(|r| *r == release).unwrap_or(0);
-    let wanted = index as u8 + 1;
-    match CHOSEN.compare_exchange(0, wanted, Ordering::SeqCst, Ordering::SeqCst) {
-        Ok(_) => Ok(()),
-        Err(n) if n == wanted => Ok(()),
-        Err(_) => Err(chosen().unwrap_or(release)),
+    /// The release set, if any is.
+    pub fn get(&self) -> Option<Release> {
+        match self.0.load(Ordering::SeqCst) {
+            0 => None,
+            n => Release::ALL.get(usize::from(n) - 1).copied(),
+        }
+    }
+
+    /// Sets `release` for the rest of the process, where none is set yet or it is the one
+    /// set; `Err` with the one set where another release was set first.
+    pub fn set(&self, release: Release) -> Result<(), Release> {
+        let index = Release::ALL.iter().position(|r| *r == release).unwrap_or(0);
+        let wanted = index as u8 + 1;
+        match self
+            .0
+            .compare_exchange(0, wanted, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => Ok(()),
+            Err(n) if n == wanted => Ok(()),
+            Err(_) => Err(self.get().unwrap_or(release)),
+        }
     }
 }
 

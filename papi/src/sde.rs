@@ -217,7 +217,7 @@ pub fn start(api: Option<Api>, handle: i32, set: &mut PapiSet) -> Result<i32, i3
     reset_all(&api, set)?;
     set.own_values = vec![0; set.events.len()];
     set.state = (set.state & !STOPPED) | RUNNING;
-    crate::sde_watch::run(handle, true);
+    crate::unlocked::UNLOCKED.sde_watches.run(handle, true);
     Ok(OK)
 }
 
@@ -260,7 +260,7 @@ pub fn stop(api: Option<Api>, handle: i32, set: &mut PapiSet) -> Result<Vec<i64>
     read_each(api, set, |i, v| values[i] = v)?;
     set.own_values.clone_from(&values);
     set.state = (set.state & !RUNNING) | STOPPED;
-    crate::sde_watch::run(handle, false);
+    crate::unlocked::UNLOCKED.sde_watches.run(handle, false);
     Ok(values)
 }
 
@@ -318,7 +318,9 @@ pub fn overflow(
             ENOSUPP
         }
         Some(slot) => {
-            crate::sde_watch::watch(handle, id, i64::from(threshold), slot);
+            crate::unlocked::UNLOCKED
+                .sde_watches
+                .watch(handle, id, i64::from(threshold), slot);
             OK
         }
         None => OK,

@@ -26,56 +26,65 @@ struct Watch {
     running: Option<ThreadId>,
 }
 
-/// The watches of software-defined counters. Static beside the library's lock, not in the
-/// process's value behind it: libsde calls in (`papi_sde_check_overflow_status`) from the
-/// counting library's threads holding its own lock, while a call holding the library's lock
-/// may be waiting for libsde's (a read of an `sde` set); taking the library's lock here would
-/// deadlock the two (this module's note).
-static WATCHES: Mutex<Vec<Watch>> = Mutex::new(Vec::new());
+/// The watches of software-defined counters, in the process's one value beside the library's
+/// lock (`unlocked::UNLOCKED`), behind a lock of their own: libsde calls in
+/// (`papi_sde_check_overflow_status`) from the counting library's threads holding its own
+/// lock, while a call holding the library's lock may be waiting for libsde's (a read of an
+/// `sde` set); taking the library's lock here would deadlock the two (this module's note).
+pub struct Watches(Mutex<Vec<Watch>>);
 
-fn watches() -> MutexGuard<'static, Vec<Watch>> {
-    WATCHES.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Set `set` overflows on `counter` every `threshold` counts, calling the handler of `slot`.
-pub fn watch(set: i32, counter: u32, threshold: i64, slot: usize) {
-    let mut watches = watches();
-    watches.retain(|w| w.slot != slot);
-    watches.push(Watch {
-        set,
-        counter,
-        threshold,
-        deadline: threshold,
-        slot,
-        running: None,
-    });
-}
-
-/// The watch of overflow slot `slot` ends (its overflow was turned off or its event removed).
-pub fn forget(slot: usize) {
-    watches().retain(|w| w.slot != slot);
-}
-
-/// Set `set` starts (on this thread) or stops.
-pub fn run(set: i32, running: bool) {
-    let thread = running.then(|| std::thread::current().id());
-    for w in watches().iter_mut().filter(|w| w.set == set) {
-        w.running = thread;
+impl Watches {
+    /// None.
+    pub(crate) const fn new() -> Self {
+        Watches(Mutex::new(Vec::new()))
     }
-}
 
-/// Whether counter `counter`, now at `latest` on this thread, overflows a running set: its
-/// handler, the set and the overflow vector, the deadline moved past `latest`.
-pub fn overflowed(counter: u32, latest: i64) -> Option<(usize, i32, i64)> {
-    let thread = std::thread::current().id();
-    let mut watches = watches();
-    let w = watches
-        .iter_mut()
-        .find(|w| w.counter == counter && w.running == Some(thread))?;
-    if latest <= w.deadline || w.threshold <= 0 {
-        return None;
+    fn lock(&self) -> MutexGuard<'_, Vec<Watch>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
-    // The next multiple of the threshold, so that no error adds up.
-    w.deadline = w.threshold * (latest / w.threshold) + w.threshold;
-    crate::overflow::handler_of(w.slot)
+
+    /// Set `set` overflows on `counter` every `threshold` counts, calling the handler of
+    /// `slot`.
+    pub fn watch(&self, set: i32, counter: u32, threshold: i64, slot: usize) {
+        let mut watches = self.lock();
+        watches.retain(|w| w.slot != slot);
+        watches.push(Watch {
+            set,
+            counter,
+            threshold,
+            deadline: threshold,
+            slot,
+            running: None,
+        });
+    }
+
+    /// The watch of overflow slot `slot` ends (its overflow was turned off or its event
+    /// removed).
+    pub fn forget(&self, slot: usize) {
+        self.lock().retain(|w| w.slot != slot);
+    }
+
+    /// Set `set` starts (on this thread) or stops.
+    pub fn run(&self, set: i32, running: bool) {
+        let thread = running.then(|| std::thread::current().id());
+        for w in self.lock().iter_mut().filter(|w| w.set == set) {
+            w.running = thread;
+        }
+    }
+
+    /// Whether counter `counter`, now at `latest` on this thread, overflows a running set: the
+    /// overflow slot holding its handler, the deadline moved past `latest`.
+    pub fn overflowed(&self, counter: u32, latest: i64) -> Option<usize> {
+        let thread = std::thread::current().id();
+        let mut watches = self.lock();
+        let w = watches
+            .iter_mut()
+            .find(|w| w.counter == counter && w.running == Some(thread))?;
+        if latest <= w.deadline || w.threshold <= 0 {
+            return None;
+        }
+        // The next multiple of the threshold, so that no error adds up.
+        w.deadline = w.threshold * (latest / w.threshold) + w.threshold;
+        Some(w.slot)
+    }
 }

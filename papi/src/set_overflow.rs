@@ -49,8 +49,12 @@ pub fn overflow(
         }
         let sde = crate::sde::owns(set);
         if let Some(at) = set.overflows.iter().position(|s| s.code == code) {
-            crate::sde_watch::forget(set.overflows[at].slot);
-            crate::overflow::free_slot(set.overflows[at].slot);
+            crate::unlocked::UNLOCKED
+                .sde_watches
+                .forget(set.overflows[at].slot);
+            crate::unlocked::UNLOCKED
+                .overflows
+                .free_slot(set.overflows[at].slot);
             set.overflows.remove(at);
             // Its sampler (kept after a stop for the counts) goes with it.
             set.samplers.clear();
@@ -68,22 +72,27 @@ pub fn overflow(
         if !sde && !chosen.backend().dyn_capabilities().sampling() {
             return Err(crate::codes::ENOSUPP);
         }
-        let slot = crate::overflow::take_slot(handle, handler, 1i64 << index.min(62))
+        let slot = crate::unlocked::UNLOCKED
+            .overflows
+            .take_slot(handle, handler, 1i64 << index.min(62))
             .ok_or(crate::codes::ECOUNT)?;
         if sde {
             let status = crate::sde::overflow(sde_api, handle, set, index, threshold, Some(slot));
             if status != OK {
-                crate::overflow::free_slot(slot);
+                crate::unlocked::UNLOCKED.overflows.free_slot(slot);
                 return Err(status);
             }
         }
         // Before any start: the first start's own call already holds the signal back.
-        crate::sys::signals::armed(
-            chosen
-                .backend()
-                .sampling()
-                .and_then(|sampling| sampling.overflow_signal()),
-        );
+        if let Some(signal) = chosen
+            .backend()
+            .sampling()
+            .and_then(|sampling| sampling.overflow_signal())
+        {
+            crate::unlocked::UNLOCKED
+                .overflow_signal
+                .store(signal, std::sync::atomic::Ordering::Relaxed);
+        }
         set.overflows.push(crate::overflow::Spec {
             code,
             threshold: threshold as u64,
@@ -101,7 +110,9 @@ pub fn overflow(
 /// per set, the one the last `PAPI_overflow` call named (tests/c/overflow_handlers.c).
 fn give_handler(set: &PapiSet, handler: usize) {
     for spec in &set.overflows {
-        crate::overflow::set_handler(spec.slot, handler);
+        crate::unlocked::UNLOCKED
+            .overflows
+            .set_handler(spec.slot, handler);
     }
 }
 
@@ -111,7 +122,7 @@ pub fn profiled(handle: i32, code: i32) -> Result<bool, i32> {
         Ok(set
             .overflows
             .iter()
-            .any(|s| s.code == code && crate::overflow::profiles(s.slot)))
+            .any(|s| s.code == code && crate::unlocked::UNLOCKED.overflows.profiles(s.slot)))
     })
 }
 
@@ -143,7 +154,7 @@ pub fn profile(
         let profiled = set
             .overflows
             .iter()
-            .any(|s| s.code == code && crate::overflow::profiles(s.slot));
+            .any(|s| s.code == code && crate::unlocked::UNLOCKED.overflows.profiles(s.slot));
         if threshold < 0 || (threshold == 0 && !profiled) {
             return Err(EINVAL);
         }

@@ -36,7 +36,7 @@ fn empty_set(master: std::ffi::c_ulong, handle: usize) -> PapiSet {
         own_values: Vec::new(),
         own_starts: Vec::new(),
         generation: forks(),
-        reads: crate::shared_reads::slot_of(handle),
+        reads: crate::unlocked::UNLOCKED.reads.slot_of(handle),
     }
 }
 
@@ -242,8 +242,12 @@ pub fn remove_event(handle: i32, code: i32) -> i32 {
         }
         set.forget_counters();
         if let Some(o) = set.overflows.iter().position(|s| s.code == code) {
-            crate::sde_watch::forget(set.overflows[o].slot);
-            crate::overflow::free_slot(set.overflows[o].slot);
+            crate::unlocked::UNLOCKED
+                .sde_watches
+                .forget(set.overflows[o].slot);
+            crate::unlocked::UNLOCKED
+                .overflows
+                .free_slot(set.overflows[o].slot);
             set.overflows.remove(o);
         }
         Ok(OK)
@@ -261,8 +265,8 @@ pub fn cleanup_eventset(handle: i32) -> i32 {
             return Err(EISRUN);
         }
         for spec in set.overflows.drain(..) {
-            crate::sde_watch::forget(spec.slot);
-            crate::overflow::free_slot(spec.slot);
+            crate::unlocked::UNLOCKED.sde_watches.forget(spec.slot);
+            crate::unlocked::UNLOCKED.overflows.free_slot(spec.slot);
         }
         *set = empty_set(set.master, handle as usize);
         Ok(OK)
@@ -441,7 +445,10 @@ fn with_set_beside<T>(
 /// index; a set never started reads zeros. A started set is read without the lock
 /// ([`crate::shared_reads`]); any other under it.
 pub fn read_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
-    if let Some(code) = crate::shared_reads::read(handle, forks(), &mut put) {
+    if let Some(code) = crate::unlocked::UNLOCKED
+        .reads
+        .read(handle, forks(), &mut put)
+    {
         return crate::library::fail(code);
     }
     with_set_beside(handle, |components, set| {
@@ -543,7 +550,10 @@ pub fn reset(handle: i32) -> i32 {
 /// the last reset handed to `put` with its event's index, then a reset. A started set is read
 /// without the lock, then reset under it.
 pub fn accum_each(handle: i32, mut put: impl FnMut(usize, i64)) -> i32 {
-    match crate::shared_reads::read(handle, forks(), &mut put) {
+    match crate::unlocked::UNLOCKED
+        .reads
+        .read(handle, forks(), &mut put)
+    {
         Some(OK) => return reset(handle),
         Some(error) => return crate::library::fail(error),
         None => {}

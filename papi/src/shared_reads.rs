@@ -35,9 +35,10 @@ pub struct Slot {
     generation: AtomicU64,
 }
 
-/// Static: the lock-free read table; `PAPI_read` of a started set reads its slot without the
-/// library's lock, a signal handler's included.
-static TABLE: [OnceLock<Box<[Slot]>>; SEGMENTS] = [const { OnceLock::new() }; SEGMENTS];
+/// The handles' slots by segment, in the process's one value beside the library's lock
+/// (`unlocked::UNLOCKED`): `PAPI_read` of a started set reads its slot without that
+/// lock, a signal handler's included.
+pub struct Table([OnceLock<Box<[Slot]>>; SEGMENTS]);
 
 /// The segment holding `handle` and its index there: segment `k` holds the handles from
 /// `FIRST * (2^k - 1)`, `FIRST << k` of them.
@@ -45,15 +46,6 @@ fn place(handle: usize) -> Option<(usize, usize)> {
     let segment = (handle / FIRST + 1).ilog2() as usize;
     let start = FIRST * ((1 << segment) - 1);
     (segment < SEGMENTS).then_some((segment, handle - start))
-}
-
-/// The slot of `handle`, its segment allocated where it is not yet (a call that creates a
-/// set, under the library's lock: never from a read).
-pub fn slot_of(handle: usize) -> &'static Slot {
-    let (segment, index) = place(handle).unwrap_or((SEGMENTS - 1, 0));
-    let slots =
-        TABLE[segment].get_or_init(|| (0..FIRST << segment).map(|_| Slot::default()).collect());
-    &slots[index]
 }
 
 impl Slot {
@@ -88,27 +80,48 @@ pub fn value(reading: &Reading, multiplexed: bool) -> i64 {
     }
 }
 
-/// Reads set `handle` where it is published in this process (`generation`, the library's
-/// count of forks now), handing each count to `put` with its index: `Some(PAPI_OK)`, or
-/// `Some(PAPI_ESYS)` where the system's read failed; `None` where the set is not published,
-/// is being changed or is a parent's, for the caller to read it under the lock. No lock
-/// taken, nothing allocated.
-pub fn read(handle: i32, generation: u64, put: &mut impl FnMut(usize, i64)) -> Option<i32> {
-    let (segment, index) = place(usize::try_from(handle).ok()?)?;
-    let slot = TABLE[segment].get()?.get(index)?;
-    if slot.generation.load(Ordering::Acquire) != generation {
-        return None;
+impl Table {
+    /// No segment allocated yet.
+    pub(crate) const fn new() -> Self {
+        Table([const { OnceLock::new() }; SEGMENTS])
     }
-    let read = slot.reads.read(|readings| {
-        let multiplexed = slot.multiplexed.load(Ordering::Acquire);
-        for (i, reading) in readings.iter().enumerate() {
-            put(i, value(reading, multiplexed));
+
+    /// The slot of `handle`, its segment allocated where it is not yet (a call that creates a
+    /// set, under the library's lock: never from a read).
+    pub fn slot_of(&'static self, handle: usize) -> &'static Slot {
+        let (segment, index) = place(handle).unwrap_or((SEGMENTS - 1, 0));
+        let slots = self.0[segment]
+            .get_or_init(|| (0..FIRST << segment).map(|_| Slot::default()).collect());
+        &slots[index]
+    }
+
+    /// Reads set `handle` where it is published in this process (`generation`, the library's
+    /// count of forks now), handing each count to `put` with its index: `Some(PAPI_OK)`, or
+    /// `Some(PAPI_ESYS)` where the system's read failed; `None` where the set is not
+    /// published, is being changed or is a parent's, for the caller to read it under the lock.
+    /// No lock taken, nothing allocated.
+    pub fn read(
+        &self,
+        handle: i32,
+        generation: u64,
+        put: &mut impl FnMut(usize, i64),
+    ) -> Option<i32> {
+        let (segment, index) = place(usize::try_from(handle).ok()?)?;
+        let slot = self.0[segment].get()?.get(index)?;
+        if slot.generation.load(Ordering::Acquire) != generation {
+            return None;
         }
-    });
-    match read {
-        Ok(()) => Some(OK),
-        Err(SharedReadError::Read(_)) => Some(ESYS),
-        Err(_) => None,
+        let read = slot.reads.read(|readings| {
+            let multiplexed = slot.multiplexed.load(Ordering::Acquire);
+            for (i, reading) in readings.iter().enumerate() {
+                put(i, value(reading, multiplexed));
+            }
+        });
+        match read {
+            Ok(()) => Some(OK),
+            Err(SharedReadError::Read(_)) => Some(ESYS),
+            Err(_) => None,
+        }
     }
 }
 

@@ -8,7 +8,6 @@ use super::guard;
 use super::{info, text, threads};
 use crate::codes;
 use crate::hl::{self, Clocks, Mark};
-use crate::library;
 
 /// The local time as `YYYYMMDD-HHMMSS`, as PAPI names an older report folder.
 fn local_stamp(now: libc::time_t) -> String {
@@ -41,12 +40,12 @@ extern "C" fn write_at_exit() {
 /// The library initialised (as PAPI's high-level calls do) and the one-time set-up done.
 fn initiate() -> c_int {
     let version = super::release().ver_current();
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0
-        && super::PAPI_library_init(version) != version
-    {
+    if crate::unlocked::init_state() == 0 && super::PAPI_library_init(version) != version {
         return codes::ENOINIT;
     }
-    library::INIT_STATE.fetch_or(2, Ordering::SeqCst);
+    crate::unlocked::UNLOCKED
+        .init_state
+        .fetch_or(2, Ordering::SeqCst);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -3,7 +3,6 @@
 
 use std::borrow::Cow;
 use std::ffi::{c_char, c_int, c_longlong, c_void};
-use std::sync::atomic::Ordering;
 
 use super::guard;
 use super::{put, text};
@@ -72,7 +71,7 @@ pub extern "C" fn PAPI_get_virt_cyc() -> c_longlong {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_hardware_info() -> *const HwInfo {
     guard(|| {
-        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        if crate::unlocked::init_state() == 0 {
             return std::ptr::null();
         }
         match hardware() {
@@ -86,7 +85,7 @@ pub extern "C" fn PAPI_get_hardware_info() -> *const HwInfo {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_executable_info() -> *const ExeInfo {
     guard(|| {
-        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        if crate::unlocked::init_state() == 0 {
             return std::ptr::null();
         }
         library::keep(|kept| kept.executable() as *const ExeInfo).unwrap_or(std::ptr::null())
@@ -97,7 +96,7 @@ pub extern "C" fn PAPI_get_executable_info() -> *const ExeInfo {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_get_shared_lib_info() -> *const ShlibInfo {
     guard(|| {
-        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        if crate::unlocked::init_state() == 0 {
             return std::ptr::null();
         }
         library::keep(|kept| kept.shared_libraries() as *const ShlibInfo)
@@ -283,7 +282,7 @@ pub extern "C" fn PAPI_disable_component(cidx: c_int) -> c_int {
         if !(0..crate::devices::COMPONENTS).contains(&cidx) {
             return ENOCMP;
         }
-        if library::INIT_STATE.load(Ordering::SeqCst) != 0 {
+        if crate::unlocked::init_state() != 0 {
             return codes::ENOINIT;
         }
         library::disable(cidx)
@@ -422,13 +421,11 @@ pub unsafe extern "C" fn PAPI_get_overflow_event_index(
 /// As PAPI's rate functions on their first call: the library initialised, with threads
 /// (the thread id the kernel's), unless it is already with threads.
 fn rate_init() -> c_int {
-    if library::INIT_STATE.load(Ordering::SeqCst) & 5 == 5 {
+    if crate::unlocked::init_state() & 5 == 5 {
         return OK;
     }
     let version = super::release().ver_current();
-    if library::INIT_STATE.load(Ordering::SeqCst) == 0
-        && super::PAPI_library_init(version) != version
-    {
+    if crate::unlocked::init_state() == 0 && super::PAPI_library_init(version) != version {
         return EINVAL;
     }
     match super::threads::PAPI_thread_init(Some(super::threads::own_id)) {

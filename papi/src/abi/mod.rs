@@ -98,27 +98,38 @@ fn code(result: Result<i32, i32>) -> c_int {
 /// `PAPI_library_init` chose; before any, the one whose SONAME this library was loaded by
 /// (`libpapi.so.7.2`: a program linked against PAPI 7.2), else 7.0.
 pub(crate) fn release() -> Release {
-    crate::release::chosen().unwrap_or_else(loaded_as)
+    crate::unlocked::UNLOCKED
+        .chosen_release
+        .get()
+        .unwrap_or_else(loaded_as)
 }
 
 /// The release named by the file this library was loaded from, as the dynamic loader
 /// opened it (the SONAME a program asked for, through its link), else 7.0.
 fn loaded_as() -> Release {
-    // Static: fixed by the dynamic loader before any call and read by every call to choose a
-    // layout, the library's lock's callers included, so it cannot sit behind that lock.
-    static LOADED: std::sync::OnceLock<Release> = std::sync::OnceLock::new();
-    *LOADED.get_or_init(|| {
-        // SAFETY: an all-zero Dl_info is valid (NULL pointers).
-        let mut found: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: the address of a function of this library; dladdr writes `found`.
-        let known = unsafe { libc::dladdr(PAPI_library_init as *const libc::c_void, &mut found) };
-        if known == 0 || found.dli_fname.is_null() {
-            return Release::V7_0;
-        }
-        // SAFETY: dladdr's file name is a C string that lives as long as the mapping.
-        let file = unsafe { CStr::from_ptr(found.dli_fname) }.to_string_lossy();
-        Release::of_file_name(&file).unwrap_or(Release::V7_0)
-    })
+    let loaded = &crate::unlocked::UNLOCKED.loaded_release;
+    if let Some(release) = loaded.get() {
+        return release;
+    }
+    // The dynamic loader's answer is the same at every call: two first calls at once set the
+    // same release.
+    let release = file_release();
+    let _ = loaded.set(release);
+    release
+}
+
+/// The release of the file the dynamic loader mapped this library from (`dladdr`).
+fn file_release() -> Release {
+    // SAFETY: an all-zero Dl_info is valid (NULL pointers).
+    let mut found: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: the address of a function of this library; dladdr writes `found`.
+    let known = unsafe { libc::dladdr(PAPI_library_init as *const libc::c_void, &mut found) };
+    if known == 0 || found.dli_fname.is_null() {
+        return Release::V7_0;
+    }
+    // SAFETY: dladdr's file name is a C string that lives as long as the mapping.
+    let file = unsafe { CStr::from_ptr(found.dli_fname) }.to_string_lossy();
+    Release::of_file_name(&file).unwrap_or(Release::V7_0)
 }
 
 /// `PAPI_library_init`: `version` on success, one of the `PAPI_VER_CURRENT` of PAPI 7.0, 7.1
@@ -159,7 +170,7 @@ pub extern "C" fn PAPI_shutdown() {
 /// `PAPI_is_initialized`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_is_initialized() -> c_int {
-    guard(|| library::INIT_STATE.load(std::sync::atomic::Ordering::SeqCst))
+    guard(crate::unlocked::init_state)
 }
 
 /// `PAPI_set_debug`: allowed before initialisation.

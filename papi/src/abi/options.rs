@@ -4,7 +4,6 @@
 //! documents for it, laid out as below (papi/tests/abi.rs checks the offsets).
 
 use std::ffi::c_int;
-use std::sync::atomic::Ordering;
 
 use super::guard;
 use super::put;
@@ -118,7 +117,7 @@ pub unsafe extern "C" fn PAPI_get_cmp_opt(option: c_int, ptr: *mut u8, cidx: c_i
         if !(0..super::info::PAPI_num_components()).contains(&cidx) {
             return ECMP;
         }
-        let initialised = library::INIT_STATE.load(Ordering::SeqCst) != 0;
+        let initialised = crate::unlocked::init_state() != 0;
         match option {
             // Component 0's as they stand (the defaults change with PAPI_set_domain).
             MAX_HWCTRS | MAX_MPX_CTRS | DEFDOM | DEFGRN if cidx == 0 && initialised => {
@@ -319,7 +318,7 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
     guard(|| {
         // As PAPI 7.0: every option but PAPI_DEBUG needs the library (before the union is read,
         // and before the event set an option names is looked up).
-        if option != DEBUG && library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        if option != DEBUG && crate::unlocked::init_state() == 0 {
             return library::fail(crate::codes::ENOINIT);
         }
         if ptr.is_null() {

@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 
 use super::guard;
 use crate::codes::{EINVAL, OK};
-use crate::overflow::TABLE;
 use crate::profile::{self, Buffer, Profile};
 use crate::set_overflow;
+use crate::unlocked::UNLOCKED;
 
 /// `PAPI_sprofil_t`.
 #[repr(C)]
@@ -30,7 +30,11 @@ const _: () =
 /// Adds a sample at `pc` to the profile of overflow slot `slot`; whether the slot profiles.
 /// Async-signal-safe: atomics and plain writes to the caller's buffer.
 pub fn record(slot: usize, pc: usize) -> bool {
-    let Some(address) = TABLE.get(slot).map(|s| s.profile.load(Ordering::Acquire)) else {
+    let Some(address) = UNLOCKED
+        .overflows
+        .get(slot)
+        .map(|s| s.profile.load(Ordering::Acquire))
+    else {
         return false;
     };
     if address == 0 {
@@ -47,17 +51,21 @@ pub fn record(slot: usize, pc: usize) -> bool {
     // of `size` bytes, valid while profiling (PAPI_sprofil's contract).
     match width {
         2 => {
-            let add = |v: u16| v.wrapping_add(profile::increment(flags, u64::from(v)) as u16);
+            let add = |v: u16| {
+                v.wrapping_add(UNLOCKED.profile_generator.increment(flags, u64::from(v)) as u16)
+            };
             // SAFETY: inside the caller's buffer (above).
             unsafe { bump(at as *mut u16, add) };
         }
         4 => {
-            let add = |v: u32| v.wrapping_add(profile::increment(flags, u64::from(v)) as u32);
+            let add = |v: u32| {
+                v.wrapping_add(UNLOCKED.profile_generator.increment(flags, u64::from(v)) as u32)
+            };
             // SAFETY: inside the caller's buffer (above).
             unsafe { bump(at as *mut u32, add) };
         }
         _ => {
-            let add = |v: u64| v.wrapping_add(profile::increment(flags, v));
+            let add = |v: u64| v.wrapping_add(UNLOCKED.profile_generator.increment(flags, v));
             // SAFETY: inside the caller's buffer (above).
             unsafe { bump(at as *mut u64, add) };
         }
@@ -95,8 +103,10 @@ fn profile_with(
         settled,
     ) {
         (Ok(Some(slot)), Ok(settled)) => {
-            let leaked = Box::into_raw(Box::new(settled)) as usize;
-            TABLE[slot].profile.store(leaked, Ordering::Release);
+            if let Some(overflow) = UNLOCKED.overflows.get(slot) {
+                let leaked = Box::into_raw(Box::new(settled)) as usize;
+                overflow.profile.store(leaked, Ordering::Release);
+            }
             OK
         }
         (Ok(_), _) => OK,
@@ -189,7 +199,7 @@ pub fn dispatch(overflow: &facade::Overflow) {
     if record(overflow.token, overflow.address as usize) {
         return;
     }
-    let Some((handler, set, vector)) = crate::overflow::handler_of(overflow.token) else {
+    let Some((handler, set, vector)) = UNLOCKED.overflows.handler_of(overflow.token) else {
         return;
     };
     // SAFETY: `handler_of` gives only the address of a `PAPI_overflow_handler_t` given to

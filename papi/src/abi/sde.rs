@@ -20,10 +20,15 @@ type Handler = unsafe extern "C" fn(c_int, *mut c_void, c_longlong, *mut c_void)
 #[unsafe(no_mangle)]
 pub extern "C" fn papi_sde_check_overflow_status(counter: u32, latest: c_longlong) {
     guard(|| {
-        let Some((handler, set, vector)) = crate::sde_watch::overflowed(counter, latest) else {
+        let overflows = &crate::unlocked::UNLOCKED;
+        let Some((handler, set, vector)) = overflows
+            .sde_watches
+            .overflowed(counter, latest)
+            .and_then(|slot| overflows.overflows.handler_of(slot))
+        else {
             return;
         };
-        // SAFETY: `overflow::handler_of` gives only the address of a `PAPI_overflow_handler_t`
+        // SAFETY: `overflow::Table::handler_of` gives only the address of a `PAPI_overflow_handler_t`
         // given to PAPI_overflow (not NULL, not the profiles' placeholder).
         let handler: Handler = unsafe { std::mem::transmute::<usize, Handler>(handler) };
         let address = papi_sde_check_overflow_status as *const () as *mut c_void;

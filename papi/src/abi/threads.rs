@@ -2,16 +2,13 @@
 //! registered), their thread-specific data, and the two user locks.
 
 use std::ffi::{c_int, c_ulong, c_void};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::guard;
 use super::put;
 use crate::codes::{self, EINVAL, EMISC, OK};
-use crate::library::{self, with_threads};
-
-/// `PAPI_thread_init`'s function, as an address (0 for none). Static beside the lock:
-/// `PAPI_thread_id` calls it from any thread, a signal handler's included, without waiting.
-static ID_FN: AtomicUsize = AtomicUsize::new(0);
+use crate::library::with_threads;
+use crate::unlocked::UNLOCKED;
 
 /// `PAPI_TLS_ALL_THREADS`.
 const ALL_THREADS: c_int = 0x10;
@@ -38,12 +35,12 @@ pub extern "C" fn PAPI_thread_init(id_fn: Option<unsafe extern "C" fn() -> c_ulo
         let Some(f) = id_fn else {
             return EINVAL;
         };
-        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        if crate::unlocked::init_state() == 0 {
             return codes::ENOINIT;
         }
         // The calling thread, known under its old id, is known under the new one from now on.
         let old = PAPI_thread_id();
-        ID_FN.store(f as usize, Ordering::SeqCst);
+        UNLOCKED.thread_id_fn.store(f as usize, Ordering::SeqCst);
         let new = PAPI_thread_id();
         with_threads(|all| {
             if all.iter().any(|(t, _)| *t == new) {
@@ -52,7 +49,9 @@ pub extern "C" fn PAPI_thread_init(id_fn: Option<unsafe extern "C" fn() -> c_ulo
                 entry.0 = new;
             }
         });
-        library::INIT_STATE.fetch_or(4, Ordering::SeqCst);
+        crate::unlocked::UNLOCKED
+            .init_state
+            .fetch_or(4, Ordering::SeqCst);
         OK
     })
 }
@@ -61,7 +60,7 @@ pub extern "C" fn PAPI_thread_init(id_fn: Option<unsafe extern "C" fn() -> c_ulo
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_thread_id() -> c_ulong {
     guard(|| {
-        let f = ID_FN.load(Ordering::SeqCst);
+        let f = UNLOCKED.thread_id_fn.load(Ordering::SeqCst);
         if f != 0 {
             // SAFETY: a nonzero value was stored from a valid `extern "C" fn() -> c_ulong`.
             let id_fn: unsafe extern "C" fn() -> c_ulong = unsafe { std::mem::transmute(f) };
@@ -98,7 +97,7 @@ fn own_thread_id() -> c_ulong {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_register_thread() -> c_int {
     guard(|| {
-        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        if crate::unlocked::init_state() == 0 {
             return codes::ENOINIT;
         }
         know_this_thread();
@@ -110,7 +109,7 @@ pub extern "C" fn PAPI_register_thread() -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_unregister_thread() -> c_int {
     guard(|| {
-        if library::INIT_STATE.load(Ordering::SeqCst) == 0 {
+        if crate::unlocked::init_state() == 0 {
             return codes::ENOINIT;
         }
         let id = PAPI_thread_id();
@@ -229,16 +228,14 @@ pub unsafe extern "C" fn PAPI_get_thr_specific(tag: c_int, ptr: *mut *mut c_void
     })
 }
 
-/// `PAPI_lock`'s and `PAPI_unlock`'s user locks (`PAPI_USR1_LOCK`, `PAPI_USR2_LOCK`). Static,
-/// spin locks apart from the library's: a program takes them from any thread and at any time,
-/// holding them across its own calls on the library.
-static LOCKS: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
-
 /// `PAPI_lock`: user lock 0 or 1.
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_lock(lock: c_int) -> c_int {
     guard(|| {
-        let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
+        let Some(l) = usize::try_from(lock)
+            .ok()
+            .and_then(|i| UNLOCKED.user_locks.get(i))
+        else {
             return EINVAL;
         };
         while l
@@ -255,7 +252,10 @@ pub extern "C" fn PAPI_lock(lock: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn PAPI_unlock(lock: c_int) -> c_int {
     guard(|| {
-        let Some(l) = usize::try_from(lock).ok().and_then(|i| LOCKS.get(i)) else {
+        let Some(l) = usize::try_from(lock)
+            .ok()
+            .and_then(|i| UNLOCKED.user_locks.get(i))
+        else {
             return EINVAL;
         };
         l.store(false, Ordering::Release);

@@ -2,30 +2,14 @@
 //! library (PAPI's `overflow_one_and_read` reads the set from its handler, as PAPI allows)
 //! would otherwise wait forever for the lock the thread it interrupted holds.
 
-use std::sync::atomic::{AtomicI32, Ordering};
-
-/// The overflow signal, set once a sampler has been armed (0 until then): until then no
-/// overflow signal can come, and a call on the library pays no system call for this.
-///
-/// Static beside the lock: read by every call before it takes the lock.
-static ARMED: AtomicI32 = AtomicI32::new(0);
-
-/// Notes that overflow signals may come from now on, as `signal` (the backend's sampling
-/// capability's; `None`: none comes).
-pub fn armed(signal: Option<i32>) {
-    if let Some(signal) = signal {
-        ARMED.store(signal, Ordering::Relaxed);
-    }
-}
-
 /// The overflow signal blocked on this thread until the value drops (which restores the mask
 /// it found; a signal that came meanwhile is queued, a real-time one, and delivered then).
 pub struct Held(libc::sigset_t);
 
-/// Blocks the overflow signal on this thread while the result lives, once a sampler has been
-/// armed; `None` before, or where the backend has no overflow signal.
-pub fn hold() -> Option<Held> {
-    match ARMED.load(Ordering::Relaxed) {
+/// Blocks the overflow signal `signal` on this thread while the result lives; `None` for 0
+/// (no sampler armed yet: no overflow signal can come, and the call pays no system call).
+pub fn hold(signal: i32) -> Option<Held> {
+    match signal {
         0 => None,
         signal => block(signal),
     }
