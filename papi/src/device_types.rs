@@ -9,6 +9,7 @@ use std::ffi::CString;
 use crate::info::{self, HwInfo};
 use crate::memory::{self, DATA, INST, UNIFIED};
 use crate::topology::Topology;
+use counterhal_system::System;
 
 /// One cache as the device interface gives it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -133,8 +134,8 @@ pub fn caches_of(mh: &info::MemoryHierarchy) -> [CacheAttrs; 4] {
 
 /// The caches as PAPI 7.0's sysdetect reads them from sysfs where there is no CPUID (its
 /// `linux_cpu_utils.c`): lines are sets times ways times partitions.
-fn sysfs_caches() -> [CacheAttrs; 4] {
-    let all = memory::sysfs_caches(&counterhal_system::System::host(), 0);
+fn sysfs_caches(system: &System) -> [CacheAttrs; 4] {
+    let all = memory::sysfs_caches(system, 0);
     [
         (1, "Instruction"),
         (1, "Data"),
@@ -153,26 +154,26 @@ fn sysfs_caches() -> [CacheAttrs; 4] {
     })
 }
 
-/// This machine's device types, gathered now (the process's store of what C holds keeps them
-/// once).
-pub fn this_machine() -> [DevType; 3] {
-    let hw = info::hardware();
-    let topology = crate::topology::this_machine();
+/// The device types of `system` (this machine's), gathered now (the process's store of what C
+/// holds keeps them once).
+pub fn this_machine(system: &System) -> [DevType; 3] {
+    let hw = info::hardware(system);
+    let topology = crate::topology::read(system);
     let (name, caches) = match crate::memory::instruction(0x8000_0000, 0) {
         Some([highest, ..]) => {
             let cpuid = |l, s| crate::memory::instruction(l, s).unwrap_or_default();
-            (brand(&cpuid, highest), caches_of(&hw.mem_hierarchy))
+            (brand(&cpuid, highest, &hw), caches_of(&hw.mem_hierarchy))
         }
-        None => (text_of(&hw.model_string), sysfs_caches()),
+        None => (text_of(&hw.model_string), sysfs_caches(system)),
     };
     device_types(&hw, &topology, &name, caches)
 }
 
 /// CPUID's brand string (leaves 0x80000002 to 0x80000004), as PAPI copies it; `highest` is
-/// the highest extended leaf.
-fn brand(cpuid: memory::Cpuid<'_>, highest: u32) -> String {
+/// the highest extended leaf; `hw`'s model string where CPUID has none.
+fn brand(cpuid: memory::Cpuid<'_>, highest: u32, hw: &HwInfo) -> String {
     if highest < 0x8000_0004 {
-        return text_of(&info::hardware().model_string);
+        return text_of(&hw.model_string);
     }
     let bytes: Vec<u8> = (0x8000_0002..=0x8000_0004)
         .flat_map(|leaf| cpuid(leaf, 0))

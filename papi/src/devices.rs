@@ -54,7 +54,8 @@ pub fn component_info() -> *const ComponentInfo {
 /// pointers to them); `PAPI_EMISC` from a signal handler that interrupted a call holding the
 /// library's lock.
 pub fn this_machine() -> Result<&'static [DevType; 3], i32> {
-    crate::library::keep(|kept| kept.device_types()).ok_or(EMISC)
+    let system = crate::unlocked::system();
+    crate::library::keep(|kept| kept.device_types(system)).ok_or(EMISC)
 }
 
 /// An attribute's value, in the type its name says.

@@ -263,15 +263,16 @@ fn arm_vendor(implementer: u32) -> (i32, &'static str) {
     }
 }
 
-/// This machine's hardware facts: /proc/cpuinfo, sysfs's topology ([`crate::topology`]), the
-/// memory hierarchy and the hypervisor ([`crate::memory`]), as PAPI 7.0 gathers them.
-pub fn hardware() -> HwInfo {
-    let topology = crate::topology::this_machine();
+/// The hardware facts of `system` (this machine's): its cpuinfo, its sysfs's topology
+/// ([`crate::topology`]), the memory hierarchy and the hypervisor ([`crate::memory`]), as
+/// PAPI 7.0 gathers them.
+pub fn hardware(system: &counterhal_system::System) -> HwInfo {
+    let topology = crate::topology::read(system);
     let cpus = match topology.cpus {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get() as i32),
         n => n,
     };
-    let cpuinfo = counterhal_system::System::host().cpuinfo();
+    let cpuinfo = system.cpuinfo();
     let mut info = hardware_from(cpuinfo.as_ref().map_or("", |c| c.text()), cpus);
     if topology.cpus > 0 {
         apply_topology(&mut info, &topology);
@@ -289,7 +290,7 @@ pub fn hardware() -> HwInfo {
             );
         }
         None => {
-            info.mem_hierarchy = crate::memory::from_sysfs(&counterhal_system::System::host());
+            info.mem_hierarchy = crate::memory::from_sysfs(system);
         }
     }
     // Arm's /proc/cpuinfo has no `model name`: PAPI's perf_event component then names the
@@ -414,8 +415,9 @@ fn apply_topology(info: &mut HwInfo, topology: &crate::topology::Topology) {
     }
 }
 
-/// The executable's facts: its path (from /proc/self/exe) and name.
-pub fn executable() -> ExeInfo {
+/// The executable's facts: its path (from /proc/self/exe) and name, its ranges from
+/// `system`'s maps of this process.
+pub fn executable(system: &counterhal_system::System) -> ExeInfo {
     let mut info = ExeInfo {
         fullname: [0; HUGE_STR],
         address_info: AddressMap {
@@ -427,17 +429,17 @@ pub fn executable() -> ExeInfo {
     set_str(&mut info.fullname, &path.to_string_lossy());
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     set_str(&mut info.address_info.name, &name.unwrap_or_default());
-    info.address_info.ranges = segments(&path.to_string_lossy());
+    info.address_info.ranges = segments(system, &path.to_string_lossy());
     info
 }
 
-/// The executable's text, data and bss ranges from /proc/self/maps: its executable mapping,
-/// its writable mapping, and the anonymous writable mapping right after that (the bss), as
-/// PAPI's Linux component reads them.
-fn segments(exe: &str) -> [usize; 6] {
+/// The executable's text, data and bss ranges from `system`'s /proc/self/maps: its executable
+/// mapping, its writable mapping, and the anonymous writable mapping right after that (the
+/// bss), as PAPI's Linux component reads them.
+fn segments(system: &counterhal_system::System, exe: &str) -> [usize; 6] {
     let mut ranges = [0usize; 6];
     let mut after_data = false;
-    for mapping in counterhal_system::System::host().own_mappings() {
+    for mapping in system.own_mappings() {
         let (start, end, perms) = (mapping.start, mapping.end, mapping.permissions.as_str());
         let path = mapping.path.as_str();
         if path == exe && perms.contains('x') && ranges[0] == 0 {
@@ -457,15 +459,15 @@ fn segments(exe: &str) -> [usize; 6] {
     ranges
 }
 
-/// The shared libraries mapped now (from /proc/self/maps): each object's name, its first
+/// The shared libraries mapped now (from `system`'s /proc/self/maps): each object's name, its first
 /// executable mapping as text and its first writable one as data. The maps live as long as
 /// the process (they are asked once).
-pub fn shared_libraries() -> ShlibInfo {
+pub fn shared_libraries(system: &counterhal_system::System) -> ShlibInfo {
     let exe = std::env::current_exe().unwrap_or_default();
     let exe = exe.to_string_lossy();
     let mut objects: Vec<AddressMap> = Vec::new();
     let mut names: Vec<String> = Vec::new();
-    for mapping in counterhal_system::System::host().own_mappings() {
+    for mapping in system.own_mappings() {
         let (start, end, perms) = (mapping.start, mapping.end, mapping.permissions.as_str());
         let path = mapping.path.as_str();
         if !path.starts_with('/') || *path == *exe || !path.contains(".so") {

@@ -5,6 +5,8 @@
 
 use std::ffi::CStr;
 
+use counterhal_system::System;
+
 use crate::device_types::DevType;
 use crate::info::{ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
 use crate::release::ComponentInfo72;
@@ -44,28 +46,28 @@ impl Kept {
         }
     }
 
-    /// The hardware facts ([`crate::info::hardware`]), gathered once.
-    pub fn hardware(&mut self) -> &'static HwInfo {
+    /// The hardware facts of `system` ([`crate::info::hardware`]), gathered once.
+    pub fn hardware(&mut self, system: &System) -> &'static HwInfo {
         self.hardware
-            .get_or_insert_with(|| Box::leak(Box::new(crate::info::hardware())))
+            .get_or_insert_with(|| Box::leak(Box::new(crate::info::hardware(system))))
     }
 
-    /// This machine's device types ([`crate::device_types::this_machine`]), gathered once.
-    pub fn device_types(&mut self) -> &'static [DevType; 3] {
+    /// The device types of `system` ([`crate::device_types::this_machine`]), gathered once.
+    pub fn device_types(&mut self, system: &System) -> &'static [DevType; 3] {
         self.device_types
-            .get_or_insert_with(|| Box::leak(Box::new(crate::device_types::this_machine())))
+            .get_or_insert_with(|| Box::leak(Box::new(crate::device_types::this_machine(system))))
     }
 
-    /// The executable's facts ([`crate::info::executable`]), gathered once.
-    pub fn executable(&mut self) -> &'static ExeInfo {
+    /// The executable's facts ([`crate::info::executable`], from `system`), gathered once.
+    pub fn executable(&mut self, system: &System) -> &'static ExeInfo {
         self.executable
-            .get_or_insert_with(|| Box::leak(Box::new(crate::info::executable())))
+            .get_or_insert_with(|| Box::leak(Box::new(crate::info::executable(system))))
     }
 
-    /// The shared libraries ([`crate::info::shared_libraries`]), gathered once.
-    pub fn shared_libraries(&mut self) -> &'static ShlibInfo {
+    /// The shared libraries ([`crate::info::shared_libraries`], from `system`), gathered once.
+    pub fn shared_libraries(&mut self, system: &System) -> &'static ShlibInfo {
         self.shared_libraries
-            .get_or_insert_with(|| Box::leak(Box::new(crate::info::shared_libraries())))
+            .get_or_insert_with(|| Box::leak(Box::new(crate::info::shared_libraries(system))))
     }
 
     /// Component `cidx`'s description `fresh` in PAPI 7.2's layout, in the one place kept for

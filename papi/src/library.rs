@@ -271,17 +271,22 @@ impl PapiSet {
     /// backend's default counts both). A name that gives its own levels (`perf::CS:u=0`)
     /// keeps them, as an event's qualifiers win over the set's domain in PAPI 7.0; one of a
     /// PMU that filters no level (`msr/tsc/`, an uncore box: [`names::counts_every_level`])
-    /// is as given, since the kernel refuses such a PMU any level.
+    /// is as given, since the kernel refuses such a PMU any level (the process's system's
+    /// PMUs: `unlocked::system`).
     pub fn in_domain<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
         let suffix = match self.domain & (DOM_USER | DOM_KERNEL) {
             DOM_USER => ":u",
             DOM_KERNEL => ":k",
             _ => "",
         };
+        let system = crate::unlocked::system();
         names
             .into_iter()
             .map(|n| {
-                if suffix.is_empty() || names::gives_levels(n) || names::counts_every_level(n) {
+                if suffix.is_empty()
+                    || names::gives_levels(n)
+                    || names::counts_every_level(system, n)
+                {
                     n.to_string()
                 } else {
                     format!("{n}{suffix}")
@@ -343,8 +348,8 @@ pub struct Library {
     pub component: Box<ComponentInfo>,
     /// The `sde` component's description (component [`SDE_COMPONENT`]).
     pub sde_component: Box<ComponentInfo>,
-    /// The system its facts are read from (this machine's).
-    pub system: counterhal_system::System,
+    /// The system its facts are read from: the process's one (`unlocked::system`).
+    pub system: &'static counterhal_system::System,
     /// The components registered beside the backend's and `sde`, as PAPI's component vector
     /// holds them.
     pub components: Components,
@@ -805,7 +810,7 @@ pub fn library_init(
         preset_names: HashMap::new(),
         component,
         sde_component: Box::new(component_info()),
-        system: counterhal_system::System::host(),
+        system: crate::unlocked::system(),
         components: Components::default(),
         thread_id,
         itimer_ns: ITIMER_NS,

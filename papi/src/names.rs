@@ -60,19 +60,21 @@ const SOFTWARE_PMUS: [&str; 5] = ["software", "tracepoint", "breakpoint", "kprob
 /// `PERF_PMU_CAP_NO_EXCLUDE` (arch/x86/events/msr.c, rapl.c, intel/uncore.c) and refuse any
 /// `exclude_*` bit, so the set's domain does not apply to such a name, as PAPI 7.0's
 /// perf_event_uncore component opens every event at all levels.
-pub fn counts_every_level(backend_name: &str) -> bool {
+pub fn counts_every_level(system: &counterhal_system::System, backend_name: &str) -> bool {
     match counterhal_events::parse_event(backend_name) {
-        Ok(counterhal_events::ParsedEvent::PmuTerms { pmu, .. }) => pmu_filters_no_level(&pmu),
+        Ok(counterhal_events::ParsedEvent::PmuTerms { pmu, .. }) => {
+            pmu_filters_no_level(system, &pmu)
+        }
         _ => false,
     }
 }
 
-/// Whether PMU `pmu` of the kernel's PMU directory filters no privilege level (see
+/// Whether PMU `pmu` of `system`'s PMU directory filters no privilege level (see
 /// [`counts_every_level`]).
-pub fn pmu_filters_no_level(pmu: &str) -> bool {
+pub fn pmu_filters_no_level(system: &counterhal_system::System, pmu: &str) -> bool {
     pmu != "cpu"
         && !SOFTWARE_PMUS.contains(&pmu)
-        && counterhal_system::System::host()
+        && system
             .pmu(pmu)
             .is_some_and(|device| !device.has_file("cpus"))
 }

@@ -101,7 +101,7 @@ pub fn set_up(setup: &mut crate::library::SetUp<'_>) {
     let events = if disabled {
         Vec::new()
     } else {
-        let (tree, sockets) = machine(&library.system);
+        let (tree, sockets) = machine(library.system);
         discover(&tree, sockets)
     };
     let mut info = description();

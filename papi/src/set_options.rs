@@ -240,7 +240,7 @@ pub fn set_domain_or_granularity(
                 return Err(ECMP);
             }
             let cpu = match g {
-                GRN_SYS => Some(crate::library::current_cpu(&library.system).ok_or(ESYS)?),
+                GRN_SYS => Some(crate::library::current_cpu(library.system).ok_or(ESYS)?),
                 _ => None,
             };
             if (set.granularity, set.system_cpu) != (g, cpu) {

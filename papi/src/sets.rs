@@ -126,7 +126,7 @@ pub fn add_event(handle: i32, code: i32) -> i32 {
         }
         tie(
             (library.default_domain, library.default_granularity),
-            &library.system,
+            library.system,
             set,
         );
         // Tried with the event in place (its target and options may be its qualifiers'),
@@ -166,7 +166,7 @@ fn refuse_unknown(library: &mut Library, index: usize, code: i32) -> Result<i32,
     if Own::of(set).is_some() {
         return Err(EINVAL);
     }
-    tie(defaults, &library.system, set);
+    tie(defaults, library.system, set);
     let bits = code as u32;
     Err(if code == -1 {
         ECNFLCT
@@ -324,7 +324,7 @@ pub fn assign_component(handle: i32) -> i32 {
         if set.component >= 0 {
             return Ok(EINVAL);
         }
-        tie(defaults, &library.system, set);
+        tie(defaults, library.system, set);
         Ok(OK)
     })
     .unwrap_or_else(|e| e)

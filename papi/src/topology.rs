@@ -65,11 +65,6 @@ pub fn read(system: &System) -> Topology {
     }
 }
 
-/// This machine's topology, from its sysfs's `devices/system`.
-pub fn this_machine() -> Topology {
-    read(&System::host())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

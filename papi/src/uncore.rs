@@ -303,13 +303,10 @@ fn number(text: &str) -> Option<u64> {
     }
 }
 
-/// The first CPU of kernel PMU `pmu`'s `cpumask` (`0`, `0,18`, `0-3`), where perf opens its
-/// events; `None` where the PMU is not here.
-pub fn first_cpu(pmu: &str) -> Option<u32> {
-    let mask = counterhal_system::System::host()
-        .pmu(pmu)?
-        .file("cpumask")
-        .ok()??;
+/// The first CPU of `system`'s kernel PMU `pmu`'s `cpumask` (`0`, `0,18`, `0-3`), where perf
+/// opens its events; `None` where the PMU is not there.
+pub fn first_cpu(system: &counterhal_system::System, pmu: &str) -> Option<u32> {
+    let mask = system.pmu(pmu)?.file("cpumask").ok()??;
     counterhal_system::parse_cpu_list(&mask)?.first().copied()
 }
 
@@ -371,7 +368,7 @@ pub fn set_up(setup: &mut crate::library::SetUp<'_>) {
     if by_call {
         info.disabled = 1;
         set_str(&mut info.disabled_reason, crate::library::DISABLED_BY_CALL);
-    } else if !may_count_cpus(&library.system) {
+    } else if !may_count_cpus(library.system) {
         info.disabled = ECMP;
         set_str(&mut info.disabled_reason, NO_PERMISSION);
     } else if events.is_empty() {
@@ -401,7 +398,7 @@ fn present_boxes(library: &Library) -> Vec<UncoreBox> {
         return Vec::new();
     };
     boxes(uncore_families(model))
-        .filter(|b| first_cpu(&b.kernel_name()).is_some())
+        .filter(|b| first_cpu(library.system, &b.kernel_name()).is_some())
         .collect()
 }
 
@@ -442,7 +439,7 @@ pub fn code_of(library: &mut Library, name: &str) -> Option<Result<i32, i32>> {
     }
     // A box this machine lacks names no event, as libpfm4 finds events of the PMUs it
     // detects alone.
-    let read = read.and_then(|r| match first_cpu(&r.pmu.kernel_name()) {
+    let read = read.and_then(|r| match first_cpu(library.system, &r.pmu.kernel_name()) {
         Some(_) => Ok(r),
         None => Err(ENOEVNT),
     });
@@ -463,7 +460,7 @@ fn register(library: &mut Library, name: &str, read: &UncoreName) -> i32 {
         description: String::new(),
         placement: Placement {
             cpu: read.cpu,
-            system_cpu: first_cpu(&read.pmu.kernel_name()),
+            system_cpu: first_cpu(library.system, &read.pmu.kernel_name()),
             ..Placement::default()
         },
         sde: None,

@@ -14,12 +14,13 @@ use crate::{library, rates, sets};
 // The device interface's functions, where the Fortran wrappers call them.
 pub use super::devices::{PAPI_enum_dev_type, PAPI_get_dev_attr, PAPI_get_dev_type_attr};
 
-/// The hardware facts, kept for the process; gathered afresh (and not kept) from a signal
-/// handler that interrupted a call holding the library's lock.
+/// The hardware facts of the process's system, kept for the process; gathered afresh (and not
+/// kept) from a signal handler that interrupted a call holding the library's lock.
 pub fn hardware() -> Cow<'static, HwInfo> {
-    match library::keep(|kept| kept.hardware()) {
+    let system = crate::unlocked::system();
+    match library::keep(|kept| kept.hardware(system)) {
         Some(kept) => Cow::Borrowed(kept),
-        None => Cow::Owned(info::hardware()),
+        None => Cow::Owned(info::hardware(system)),
     }
 }
 
@@ -88,7 +89,8 @@ pub extern "C" fn PAPI_get_executable_info() -> *const ExeInfo {
         if crate::unlocked::init_state() == 0 {
             return std::ptr::null();
         }
-        library::keep(|kept| kept.executable() as *const ExeInfo).unwrap_or(std::ptr::null())
+        library::keep(|kept| kept.executable(crate::unlocked::system()) as *const ExeInfo)
+            .unwrap_or(std::ptr::null())
     })
 }
 
@@ -99,7 +101,7 @@ pub extern "C" fn PAPI_get_shared_lib_info() -> *const ShlibInfo {
         if crate::unlocked::init_state() == 0 {
             return std::ptr::null();
         }
-        library::keep(|kept| kept.shared_libraries() as *const ShlibInfo)
+        library::keep(|kept| kept.shared_libraries(crate::unlocked::system()) as *const ShlibInfo)
             .unwrap_or(std::ptr::null())
     })
 }
@@ -115,7 +117,7 @@ pub unsafe extern "C" fn PAPI_get_dmem_info(dest: *mut [c_longlong; 12]) -> c_in
         if dest.is_null() {
             return EINVAL;
         }
-        let Some(status) = counterhal_system::System::host().process_status("self") else {
+        let Some(status) = crate::unlocked::system().process_status("self") else {
             return codes::ESYS;
         };
         let field = |key: &str| -> c_longlong {

@@ -373,7 +373,7 @@ pub unsafe extern "C" fn PAPI_set_opt(option: c_int, ptr: *mut u8) -> c_int {
             CPU_ATTACH => crate::set_options::attach_cpu(
                 pair.first,
                 pair.second,
-                crate::info::hardware().totalcpus,
+                crate::info::hardware(crate::unlocked::system()).totalcpus,
             ),
             INHERIT => crate::set_options::set_inherit(pair.first, pair.second != 0),
             // As PAPI 7.0: a negative interval is PAPI_EINVAL (`ns` is the option's second int).

@@ -28,8 +28,9 @@ pub extern "C" fn papi_sde_check_overflow_status(counter: u32, latest: c_longlon
         else {
             return;
         };
-        // SAFETY: `overflow::Table::handler_of` gives only the address of a `PAPI_overflow_handler_t`
-        // given to PAPI_overflow (not NULL, not the profiles' placeholder).
+        // SAFETY: `overflow::Table::handler_of` gives only the address of a
+        // `PAPI_overflow_handler_t` given to PAPI_overflow (not NULL, not the profiles'
+        // placeholder).
         let handler: Handler = unsafe { std::mem::transmute::<usize, Handler>(handler) };
         let address = papi_sde_check_overflow_status as *const () as *mut c_void;
         // SAFETY: the caller of PAPI_overflow promised a handler callable on the counting
