@@ -4,7 +4,7 @@
 //! without locks (it runs in a signal handler).
 //!
 //! As PAPI 7.0's, the handler is the set's, not an event's: each `PAPI_overflow` call gives
-//! the set the handler it names, for every event that overflows in it ([`set_handler`] on
+//! the set the handler it names, for every event that overflows in it ([`Table::set_handler`] on
 //! each of the set's slots), NULL included once the set overflows. PAPI then calls the NULL
 //! pointer at the next overflow and the process dies of SIGSEGV; ours calls nothing.
 

@@ -35,7 +35,7 @@ pub struct Unlocked {
     pub thread_id_fn: AtomicUsize,
     /// The overflow signal, set once a sampler has been armed (0 until then). Without the
     /// lock: every call reads it before it takes the lock, to hold the signal back
-    /// ([`hold_overflow_signal`]).
+    /// (`hold_overflow_signal`).
     pub overflow_signal: AtomicI32,
     /// The overflowing events' handlers. Without the lock: the overflow signal's handler reads
     /// and writes them, and it may have interrupted a call that holds the lock.
