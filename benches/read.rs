@@ -279,7 +279,7 @@ int shim_read(void) { return counterhal_set_read(set, readings, 4); }
         let facade_leader = duplicate(perf_fds()[0]);
 
         let db = chosen.context().database().clone();
-        let linux = counterhal_linux::probe(db, None).unwrap();
+        let linux = counterhal_linux::probe(db, None, counterhal_system::System::host()).unwrap();
         let requests: Vec<_> = EVENTS
             .iter()
             .map(|n| linux.resolve(n).unwrap().terms.remove(0).request)

@@ -152,6 +152,7 @@ fn given(context: &Context) -> Given<'_, Database> {
         context.database(),
         context.model(),
         context.mounts_tracefs(),
+        context.system(),
     )
 }
 
@@ -206,9 +207,7 @@ fn database(context: &Context) -> Arc<Database> {
 macro_rules! conformance {
     ($krate:ident) => {
         Conformance {
-            real: |context| {
-                $krate::conformance::check(database(context), context.model().map(str::to_owned))
-            },
+            real: |context| $krate::conformance::check(&given(context)),
             models: |context| $krate::conformance::check_models(database(context)),
         }
     };

@@ -68,7 +68,7 @@ fn allocations(mut f: impl FnMut()) -> u64 {
 #[test]
 fn the_linux_backend_reads_without_allocating() {
     let db = std::sync::Arc::new(counterhal_events::Database::shipped().unwrap());
-    let linux = counterhal_linux::probe(db, None).unwrap();
+    let linux = counterhal_linux::probe(db, None, counterhal_system::System::host()).unwrap();
     let four = [
         "task-clock",
         "page-faults",

@@ -567,7 +567,7 @@ fn over_every_cpu_a_pmu_with_a_cpumask_opens_on_its_cpus_alone() {
     )
     .unwrap();
     let context = Context::new(None, None).unwrap();
-    let backend = match counterhal_linux::probe_with(
+    let backend = match counterhal_linux::probe(
         context.database().clone(),
         context.model().map(str::to_owned),
         counterhal::system::System::host().with_sysfs(&root),

@@ -147,9 +147,14 @@ impl Subject for RealSubject {
 ///
 /// # Errors
 /// As [`probe`](crate::probe()).
-pub fn check(db: Arc<Database>, cpu: Option<String>) -> Result<counterhal_conformance::Report> {
-    crate::probe(db, cpu)
-        .map(|backend| counterhal_conformance::run_quietly(&RealSubject::new(backend)))
+pub fn check(
+    given: &counterhal_hal::Given<'_, Database>,
+) -> Result<counterhal_conformance::Report> {
+    crate::probe(
+        Arc::clone(given.database),
+        given.cpu_model.map(str::to_owned),
+    )
+    .map(|backend| counterhal_conformance::run_quietly(&RealSubject::new(backend)))
 }
 
 /// The suite on every model.

@@ -90,7 +90,7 @@ mod linux {
 
     pub fn run() {
         let db = Arc::new(counterhal_events::Database::shipped().unwrap());
-        let linux = counterhal_linux::probe(db, None).unwrap();
+        let linux = counterhal_linux::probe(db, None, counterhal_system::System::host()).unwrap();
         println!("iterations {ITERATIONS}, best of {ROUNDS} rounds, ns per call");
         for names in [&FOUR[..1], &FOUR[..]] {
             let mut group = open(&linux, names);

@@ -336,7 +336,7 @@ impl LinuxBackend {
                 sys::perf_event_open(&mut alone, -1, place.cpu, None, 0).is_ok()
             };
             if let Some((_, path)) = cgroup
-                && let Some(refused) = cgroup_refused(failure.errno, path)
+                && let Some(refused) = cgroup_refused(self.system(), failure.errno, path)
                 && (failure.errno != libc::ENOENT || opens_without_cgroup())
             {
                 return refused.context(&request.name);
@@ -537,7 +537,7 @@ impl LinuxBackend {
             ..self.placement(target, options)?
         };
         let cgroup = match target {
-            BackendTarget::Cgroup { path, .. } => Some(open_cgroup(path)?),
+            BackendTarget::Cgroup { path, .. } => Some(open_cgroup(self.system(), path)?),
             _ => None,
         };
         let cgroup = cgroup.as_ref().map(|dir| (dir.as_fd(), path_of(target)));
@@ -849,7 +849,7 @@ mod tests {
     #[test]
     fn software_event_page_falls_back() {
         let db = Arc::new(Database::shipped().unwrap());
-        let backend = assemble::probe(db, None).unwrap();
+        let backend = assemble::probe(db, None, counterhal_system::System::host()).unwrap();
         let request = EventRequest::new("task-clock", Encoding::Perf(software(1)));
         let group = backend
             .open(

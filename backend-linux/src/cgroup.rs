@@ -15,9 +15,9 @@ use counterhal_system::{Mount, System};
 /// [`ErrorKind::NotFound`](counterhal_hal::ErrorKind::NotFound) naming the path when it cannot
 /// be opened (no such cgroup), [`ErrorKind::PermissionDenied`](counterhal_hal::ErrorKind::PermissionDenied)
 /// when it may not be read.
-pub(crate) fn open_cgroup(path: &Path) -> Result<OwnedFd> {
+pub(crate) fn open_cgroup(system: &System, path: &Path) -> Result<OwnedFd> {
     let shown = path.display();
-    match System::host().open_cgroup(path) {
+    match system.open_cgroup(path) {
         Ok(dir) => Ok(OwnedFd::from(dir)),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::new(
             counterhal_hal::ErrorKind::PermissionDenied,
@@ -48,8 +48,7 @@ pub(crate) fn path_of(target: &BackendTarget) -> &Path {
 /// hierarchy in words; `None` where it is on the cgroup v2 one. Read from the mounts
 /// (`/proc/self/mountinfo`: a v1 mount with `perf_event` among its options) and the
 /// controller's hierarchy (`/proc/cgroups`: 0 is v2's), either of which says so.
-pub(crate) fn perf_event_on_v1() -> Option<String> {
-    let system = System::host();
+pub(crate) fn perf_event_on_v1(system: &System) -> Option<String> {
     let mounts = system.mounts().unwrap_or_default();
     perf_event_v1_in(&mounts, system.controller_hierarchy("perf_event"))
 }
@@ -68,8 +67,8 @@ fn perf_event_v1_in(mounts: &[Mount], hierarchy: Option<u32>) -> Option<String> 
 
 /// Whether the running kernel's configuration, where `/boot/config-RELEASE` tells, has
 /// `CONFIG_CGROUP_PERF=y`; `None` where it does not tell.
-fn kernel_counts_cgroups() -> Option<bool> {
-    System::host().kernel_built_with("CONFIG_CGROUP_PERF")
+fn kernel_counts_cgroups(system: &System) -> Option<bool> {
+    system.kernel_built_with("CONFIG_CGROUP_PERF")
 }
 
 /// Why the kernel refused an event in cgroup `path`, where the errno says it is the cgroup's
@@ -77,7 +76,7 @@ fn kernel_counts_cgroups() -> Option<bool> {
 /// without the perf_event controller (or one being removed); EINVAL on a kernel whose
 /// configuration says it was built without `CONFIG_CGROUP_PERF`. `None` for every other
 /// errno (permissions, limits, the event's own fault), for the usual mapping.
-pub(crate) fn cgroup_refused(errno: i32, path: &Path) -> Option<Error> {
+pub(crate) fn cgroup_refused(system: &System, errno: i32, path: &Path) -> Option<Error> {
     let shown = path.display();
     let (message, hint) = if errno == libc::EBADF {
         (
@@ -86,7 +85,7 @@ pub(crate) fn cgroup_refused(errno: i32, path: &Path) -> Option<Error> {
                 .to_string(),
         )
     } else if errno == libc::ENOENT {
-        match perf_event_on_v1() {
+        match perf_event_on_v1(system) {
             // A hybrid host: the cgroup2 cgroups count no perf event.
             Some(hierarchy) => (
                 format!(
@@ -107,7 +106,7 @@ pub(crate) fn cgroup_refused(errno: i32, path: &Path) -> Option<Error> {
                     .to_string(),
             ),
         }
-    } else if errno == libc::EINVAL && kernel_counts_cgroups() == Some(false) {
+    } else if errno == libc::EINVAL && kernel_counts_cgroups(system) == Some(false) {
         (
             format!(
                 "the kernel refused to count in cgroup {shown} (EINVAL): it counts by cgroup \
@@ -185,19 +184,24 @@ cpu\t1\t1\t1\nperf_event\t0\t1\t1\n";
     #[test]
     fn refusals_name_the_cgroup_and_the_kernel_setting() {
         let path = Path::new("/sys/fs/cgroup/web");
-        let not_one = cgroup_refused(libc::EBADF, path).expect("EBADF is the directory's");
+        let not_one =
+            cgroup_refused(&System::host(), libc::EBADF, path).expect("EBADF is the directory's");
         assert_eq!(not_one.kind(), counterhal_hal::ErrorKind::Unsupported);
         assert!(
             not_one.message().contains("/sys/fs/cgroup/web"),
             "{not_one}"
         );
-        let no_controller = cgroup_refused(libc::ENOENT, path).expect("ENOENT is the cgroup's");
+        let no_controller =
+            cgroup_refused(&System::host(), libc::ENOENT, path).expect("ENOENT is the cgroup's");
         assert!(
             no_controller.message().contains("perf_event controller"),
             "{no_controller}"
         );
         // EINVAL blames the kernel's configuration only where it says it was built without.
-        match (cgroup_refused(libc::EINVAL, path), kernel_counts_cgroups()) {
+        match (
+            cgroup_refused(&System::host(), libc::EINVAL, path),
+            kernel_counts_cgroups(&System::host()),
+        ) {
             (None, Some(true) | None) => {}
             (Some(e), Some(false)) => {
                 assert!(e.message().contains("CONFIG_CGROUP_PERF"), "{e}");
@@ -206,9 +210,13 @@ cpu\t1\t1\t1\nperf_event\t0\t1\t1\n";
         }
         // Permissions and limits are not the cgroup's: the usual mapping names them.
         for errno in [libc::EACCES, libc::EPERM, libc::EMFILE, libc::ENODEV] {
-            assert!(cgroup_refused(errno, path).is_none(), "errno {errno}");
+            assert!(
+                cgroup_refused(&System::host(), errno, path).is_none(),
+                "errno {errno}"
+            );
         }
-        let missing = open_cgroup(Path::new("/counterhal-no-such-cgroup")).unwrap_err();
+        let missing =
+            open_cgroup(&System::host(), Path::new("/counterhal-no-such-cgroup")).unwrap_err();
         assert_eq!(missing.kind(), counterhal_hal::ErrorKind::NotFound);
         assert!(
             missing

@@ -185,10 +185,14 @@ impl Subject for LinuxSubject {
 /// # Errors
 /// As the crate's `probe`.
 pub fn check(
-    db: std::sync::Arc<counterhal_events::Database>,
-    cpu: Option<String>,
+    given: &counterhal_hal::Given<'_, counterhal_events::Database>,
 ) -> counterhal_hal::Result<counterhal_conformance::Report> {
-    crate::probe(db, cpu).map(|backend| {
+    crate::probe(
+        std::sync::Arc::clone(given.database),
+        given.cpu_model.map(str::to_owned),
+        given.system.clone(),
+    )
+    .map(|backend| {
         counterhal_conformance::run_quietly(&crate::conformance::LinuxSubject::new(backend))
     })
 }

@@ -587,7 +587,7 @@ mod tests {
     #[test]
     fn a_group_moved_to_another_thread_reads_through_the_kernel() {
         let db = Arc::new(counterhal_events::Database::shipped().unwrap());
-        let backend = crate::probe(db, None).unwrap();
+        let backend = crate::probe(db, None, counterhal_system::System::host()).unwrap();
         let request = counterhal_hal::EventRequest::new(
             "task-clock",
             counterhal_hal::Encoding::Perf(counterhal_hal::PerfAttr::new(1, 1)),
@@ -630,7 +630,7 @@ mod tests {
     /// This machine's backend and requests for the software events of `configs`.
     fn software(configs: &[u64]) -> (crate::LinuxBackend, Vec<counterhal_hal::EventRequest>) {
         let db = Arc::new(counterhal_events::Database::shipped().unwrap());
-        let backend = crate::probe(db, None).unwrap();
+        let backend = crate::probe(db, None, counterhal_system::System::host()).unwrap();
         let requests = configs
             .iter()
             .map(|&config| {
@@ -689,6 +689,7 @@ mod tests {
             &crate::probe(
                 Arc::new(counterhal_events::Database::shipped().unwrap()),
                 None,
+                counterhal_system::System::host(),
             )
             .unwrap(),
             &[request.clone(), request],

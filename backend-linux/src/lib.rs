@@ -50,7 +50,7 @@ cfg_if::cfg_if! {
         pub use bpf_cgroup::{
             LinuxCgroupCounter, MAX_EVENTS as CGROUP_MAX_EVENTS, MAX_LEVELS as CGROUP_MAX_LEVELS,
         };
-        pub use backend::assemble::{on_sysfs, probe, probe_with};
+        pub use backend::assemble::{on_sysfs, probe};
         pub use raw::{RawFormat, raw_attr};
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
@@ -82,6 +82,7 @@ pub static REGISTRATION: Registration<Database> = Registration {
         let mut backend = probe(
             Arc::clone(given.database),
             given.cpu_model.map(str::to_owned),
+            given.system.clone(),
         )?;
         backend.set_mount_tracefs(given.mount_tracefs);
         Ok(Box::new(backend))
@@ -102,6 +103,6 @@ fn over_sysfs(
     Box::new(on_sysfs(
         Arc::clone(given.database),
         given.cpu_model.map(str::to_owned),
-        counterhal_system::System::host().with_sysfs(root),
+        given.system.clone().with_sysfs(root),
     ))
 }

@@ -26,7 +26,11 @@ pub struct LinuxGroup {
 ///
 /// # Errors
 /// [`counterhal_hal::ErrorKind::Unsupported`], always.
-pub fn probe(_db: Arc<Database>, _cpu: Option<String>) -> Result<LinuxBackend> {
+pub fn probe(
+    _db: Arc<Database>,
+    _cpu: Option<String>,
+    _system: counterhal_system::System,
+) -> Result<LinuxBackend> {
     Err(Error::unsupported("perf_event_open exists only on Linux")
         .with_hint("`counterhal info` lists the backends this system has"))
 }

@@ -65,7 +65,8 @@ fn adopted_cgroups_no_look_saw_are_let_go_after_two_looks() {
     }
     let _removed = Removed(&parent);
     let db = Arc::new(counterhal_events::Database::shipped().expect("shipped database"));
-    let linux = probe(db, None).expect("perf_event_open usable on this machine");
+    let linux = probe(db, None, counterhal_system::System::host())
+        .expect("perf_event_open usable on this machine");
     let requests: Vec<_> = linux
         .resolve("page-faults")
         .expect("page-faults")

@@ -9,7 +9,7 @@ use counterhal_linux::conformance::LinuxSubject;
 #[test]
 fn conformance_on_the_real_kernel() {
     let db = Arc::new(Database::shipped().expect("the shipped database loads"));
-    let backend = match counterhal_linux::probe(db, None) {
+    let backend = match counterhal_linux::probe(db, None, counterhal_system::System::host()) {
         Ok(backend) => backend,
         Err(e) => panic!("perf_event_open is not usable here: {e}"),
     };

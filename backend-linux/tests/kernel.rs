@@ -16,7 +16,8 @@ use counterhal_linux::{LinuxBackend, LinuxGroup, WaitingChild, probe};
 
 fn backend() -> LinuxBackend {
     let db = Arc::new(counterhal_events::Database::shipped().expect("shipped database"));
-    probe(db, None).expect("perf_event_open usable on this machine")
+    probe(db, None, counterhal_system::System::host())
+        .expect("perf_event_open usable on this machine")
 }
 
 fn requests(linux: &LinuxBackend, names: &[&str]) -> Vec<EventRequest> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use counterhal_events::Database;
 use counterhal_hal::{Backend, BackendTarget, Encoding, ErrorKind, OpenOptions, PerfAttr};
-use counterhal_linux::probe_with;
+use counterhal_linux::probe;
 use counterhal_system::System;
 
 /// A PMU tree under a fresh temporary directory: `cpu` (type 4) with the `events/` files
@@ -37,7 +37,7 @@ fn backend(devices: &Path, model: &str) -> Option<counterhal_linux::LinuxBackend
     let system = System::host()
         .with_pmu_devices(devices)
         .with_tracefs(devices.join("no-tracefs"));
-    probe_with(db, Some(model.to_string()), system).ok()
+    probe(db, Some(model.to_string()), system).ok()
 }
 
 fn attr(backend: &impl Backend, name: &str) -> PerfAttr {
@@ -140,7 +140,9 @@ fn a_core_pmu_without_slots_and_older_models_refuse_them() {
 #[test]
 fn without_a_core_pmu_the_group_is_not_supported() {
     let db = Arc::new(Database::shipped().unwrap());
-    let Ok(spr) = counterhal_linux::probe(db, Some("spr".into())) else {
+    let Ok(spr) =
+        counterhal_linux::probe(db, Some("spr".into()), counterhal_system::System::host())
+    else {
         counterhal_conformance::skip!(
             counterhal_conformance::skip::Need::System,
             "perf_event_open is not available here"

@@ -19,7 +19,8 @@ const GETPID: &str = "syscalls:sys_enter_getpid";
 
 fn backend() -> LinuxBackend {
     let db = Arc::new(counterhal_events::Database::shipped().expect("shipped database"));
-    probe(db, None).expect("perf_event_open usable on this machine")
+    probe(db, None, counterhal_system::System::host())
+        .expect("perf_event_open usable on this machine")
 }
 
 fn open(linux: &LinuxBackend, names: &[&str]) -> LinuxGroup {

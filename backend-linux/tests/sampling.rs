@@ -25,7 +25,8 @@ fn backend() -> LinuxBackend {
     // The getpid tracepoint needs tracefs, which the backend does not mount unasked.
     let _ = counterhal_conformance::fixtures::tracefs_mounted();
     let db = Arc::new(counterhal_events::Database::shipped().expect("shipped database"));
-    probe(db, None).expect("perf_event_open usable on this machine")
+    probe(db, None, counterhal_system::System::host())
+        .expect("perf_event_open usable on this machine")
 }
 
 fn request(linux: &LinuxBackend, name: &str) -> EventRequest {

@@ -38,7 +38,8 @@ fn user_reads_withheld() -> Option<String> {
 #[test]
 fn user_space_reads_bracket_the_kernel_s_count() {
     let db = Arc::new(counterhal_events::Database::shipped().expect("shipped database"));
-    let linux = probe(db, None).expect("perf_event_open usable on this machine");
+    let linux = probe(db, None, counterhal_system::System::host())
+        .expect("perf_event_open usable on this machine");
     if !linux.facts().hardware_pmu {
         skip!(
             Need::Hardware,
@@ -114,7 +115,8 @@ fn user_space_reads_bracket_the_kernel_s_count() {
 #[test]
 fn a_reset_while_counting_reads_what_the_kernel_reads() {
     let db = Arc::new(counterhal_events::Database::shipped().expect("shipped database"));
-    let linux = probe(db, None).expect("perf_event_open usable on this machine");
+    let linux = probe(db, None, counterhal_system::System::host())
+        .expect("perf_event_open usable on this machine");
     if !linux.facts().hardware_pmu {
         skip!(Need::Hardware, "no core PMU: no counter to reset");
     }

@@ -31,7 +31,7 @@ fn only_a_backend_asked_to_mounts_tracefs() {
 fn resolving_with_and_without_mounting() {
     assert!(!tracefs_mounted_anywhere(), "tracefs was unmounted here");
     let db = Arc::new(counterhal_events::Database::shipped().unwrap());
-    let mut linux = counterhal_linux::probe(db, None).unwrap();
+    let mut linux = counterhal_linux::probe(db, None, counterhal_system::System::host()).unwrap();
     let refused = linux.resolve("syscalls:sys_enter_getpid").unwrap_err();
     assert!(
         !tracefs_mounted_anywhere(),

@@ -144,11 +144,13 @@ impl Subject for RealSubject {
 /// # Errors
 /// As the crate's `probe`.
 pub fn check(
-    db: std::sync::Arc<counterhal_events::Database>,
-    cpu: Option<String>,
+    given: &counterhal_hal::Given<'_, counterhal_events::Database>,
 ) -> counterhal_hal::Result<counterhal_conformance::Report> {
-    crate::probe(db, cpu)
-        .map(|backend| counterhal_conformance::run_quietly(&RealSubject::new(backend)))
+    crate::probe(
+        std::sync::Arc::clone(given.database),
+        given.cpu_model.map(str::to_owned),
+    )
+    .map(|backend| counterhal_conformance::run_quietly(&RealSubject::new(backend)))
 }
 
 /// The suite on every model of the device.

@@ -48,7 +48,8 @@ fn main() {
         }
         "linux" => {
             let db = chosen.context().database().clone();
-            let linux = counterhal_linux::probe(db, None).expect("the backend");
+            let linux = counterhal_linux::probe(db, None, chosen.context().system().clone())
+                .expect("the backend");
             let requests: Vec<_> = EVENTS
                 .iter()
                 .map(|n| linux.resolve(n).expect("resolves").terms.remove(0).request)

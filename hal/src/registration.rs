@@ -4,13 +4,16 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use counterhal_system::System;
+
 use crate::{DynBackend, Result};
 
 /// A backend made at run time, boxed (what a [`Registration`] makes).
 pub type BoxedBackend = Box<dyn DynBackend + Send + Sync>;
 
 /// What a backend is made with: the event database names resolve in (`Db`, the events
-/// crate's, which this crate does not know) and the setup's choices.
+/// crate's, which this crate does not know), the system whose facts it reads and the setup's
+/// choices.
 #[non_exhaustive]
 pub struct Given<'a, Db> {
     /// The event database.
@@ -19,15 +22,24 @@ pub struct Given<'a, Db> {
     pub cpu_model: Option<&'a str>,
     /// Whether resolving a tracepoint may mount tracefs where the system has not.
     pub mount_tracefs: bool,
+    /// The system the backend reads its facts from (its PMUs, tracefs, cgroups, `/proc`):
+    /// the one the program started with, handed down.
+    pub system: &'a System,
 }
 
 impl<'a, Db> Given<'a, Db> {
     /// What a backend is made with.
-    pub fn new(database: &'a Arc<Db>, cpu_model: Option<&'a str>, mount_tracefs: bool) -> Self {
+    pub fn new(
+        database: &'a Arc<Db>,
+        cpu_model: Option<&'a str>,
+        mount_tracefs: bool,
+        system: &'a System,
+    ) -> Self {
         Given {
             database,
             cpu_model,
             mount_tracefs,
+            system,
         }
     }
 }
@@ -54,18 +66,23 @@ impl<Db> Given<'_, Db> {
 /// Always [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported), naming the feature that
 /// brings the model.
 pub fn left_out<Db>(_: &Given<'_, Db>) -> Result<BoxedBackend> {
-    Err(crate::Error::unsupported(
+    Err(left_out_error())
+}
+
+/// Why a registration left out of this build makes nothing.
+fn left_out_error() -> crate::Error {
+    crate::Error::unsupported(
         "this backend's device is another system's, and its device model is left out of this \
          build: it needs counterhal's `device-models` feature",
-    ))
+    )
 }
 
 /// As [`left_out`], a registration's [`model`](Registration::model).
 ///
 /// # Errors
 /// As [`left_out`].
-pub fn left_out_model<Db>(database: &Arc<Db>, _: &str) -> Result<BoxedBackend> {
-    left_out(&Given::new(database, None, false))
+pub fn left_out_model<Db>(_: &Arc<Db>, _: &str) -> Result<BoxedBackend> {
+    Err(left_out_error())
 }
 
 /// One backend crate, as it registers itself (its `REGISTRATION`): the facade's registry is
@@ -111,7 +128,8 @@ mod tests {
     #[test]
     fn a_left_out_registration_names_the_feature_that_brings_it() {
         let database = std::sync::Arc::new(());
-        let given = super::Given::new(&database, None, false);
+        let system = counterhal_system::System::host();
+        let given = super::Given::new(&database, None, false, &system);
         for error in [
             super::left_out(&given).err(),
             super::left_out_model(&database, "skl").err(),

@@ -16,22 +16,15 @@ use crate::raw::RawFormat;
 use crate::sys;
 
 /// Checks that `perf_event_open` works here (a software event on this thread opens) and returns
-/// the backend. `cpu` is the event database's CPU model id, or `None` when unknown.
+/// the backend, its PMUs, tracefs and facts read from `system` (the program's: this machine's,
+/// or a test's tree, `System::host().with_pmu_devices(DIR)`). `cpu` is the event database's
+/// CPU model id, or `None` when unknown.
 ///
 /// # Errors
 /// [`counterhal_hal::ErrorKind::Unsupported`] when the system call is missing (ENOSYS: no perf support, or a
 /// seccomp filter); [`counterhal_hal::ErrorKind::PermissionDenied`] when the paranoid level, capabilities or a
 /// seccomp filter forbid it (the hint names the level and what to change).
-pub fn probe(db: Arc<Database>, cpu: Option<String>) -> Result<LinuxBackend> {
-    probe_with(db, cpu, System::host())
-}
-
-/// [`probe`] on a system of the caller's choosing: its PMUs, tracefs and facts read from
-/// `system` (a test's tree, `System::host().with_pmu_devices(DIR)`).
-///
-/// # Errors
-/// As [`probe`].
-pub fn probe_with(db: Arc<Database>, cpu: Option<String>, system: System) -> Result<LinuxBackend> {
+pub fn probe(db: Arc<Database>, cpu: Option<String>, system: System) -> Result<LinuxBackend> {
     let backend = assemble(db, cpu, system, false);
     // A user-space-only software event opens at every paranoid level up to 2. Tried first as
     // an inherited group read: where that opens, one system call answers both questions;

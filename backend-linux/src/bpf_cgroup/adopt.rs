@@ -91,7 +91,7 @@ impl LinuxCgroupCounter {
     /// Lets go `cgroup`, a child an adopting parent's program followed that is not to be
     /// followed, and keeps the program from following it again (until it is gone).
     pub fn refuse(&mut self, cgroup: &Path) {
-        let Ok(id) = cgroup_id(cgroup) else {
+        let Ok(id) = cgroup_id(self.backend.system(), cgroup) else {
             return;
         };
         let followed = self.kept.iter().any(|c| c.id == id);
@@ -107,7 +107,8 @@ impl LinuxCgroupCounter {
     /// Forgets the adopting parents and refused children that are gone (their directory
     /// removed, or holding another cgroup): their ids are of no cgroup now.
     fn forget_gone(&mut self) {
-        let here = |path: &Path, id: u64| cgroup_id(path).is_ok_and(|now| now == id);
+        let system = self.backend.system().clone();
+        let here = |path: &Path, id: u64| cgroup_id(&system, path).is_ok_and(|now| now == id);
         let Counting::Bpf(bpf) = &mut self.counting else {
             return;
         };

@@ -135,14 +135,12 @@ pub(super) fn programs_skipped(programs: &[(&'static str, OwnedFd)]) -> Vec<Prog
         .collect()
 }
 
-pub(super) fn possible_cpus() -> Result<Vec<u32>> {
-    counterhal_system::System::host()
-        .possible_cpus()
-        .ok_or_else(|| {
-            Error::unsupported(
-                "cannot read the possible CPUs (/sys/devices/system/cpu/possible, a CPU list)",
-            )
-        })
+pub(super) fn possible_cpus(system: &counterhal_system::System) -> Result<Vec<u32>> {
+    system.possible_cpus().ok_or_else(|| {
+        Error::unsupported(
+            "cannot read the possible CPUs (/sys/devices/system/cpu/possible, a CPU list)",
+        )
+    })
 }
 
 pub(super) fn create(
@@ -267,7 +265,7 @@ impl BpfCounting {
             ))
             .with_hint(format!("count 1 to {MAX_EVENTS} events per counter")));
         }
-        let possible = possible_cpus()?;
+        let possible = possible_cpus(backend.system())?;
         let stride = possible.iter().max().map_or(1, |last| last + 1);
         let reading = READING_BYTES as u32;
         let count = events.len() as u32;
@@ -342,7 +340,7 @@ impl BpfCounting {
         let at_switch = sys_bpf::attach_raw(attached.as_fd(), Some(SWITCH_TRACEPOINT))
             .map_err(failed("attaching the counting program at sched_switch"))?;
         let mut programs = vec![(SWITCH_PROGRAM, attached)];
-        let settle = settle(maps, events.len(), stride, &mut programs);
+        let settle = settle(backend.system(), maps, events.len(), stride, &mut programs);
         let counting = BpfCounting {
             removals: count_removals(&mut programs),
             _counters: counters,
@@ -596,14 +594,15 @@ fn count_removals(programs: &mut Vec<(&'static str, OwnedFd)>) -> Option<(OwnedF
 /// The settle program (`maps`, `events` events, `stride`) attached at the entry of
 /// [`MIGRATE`], its link (the program added to `programs`); or why it cannot be, in words.
 fn settle(
+    system: &counterhal_system::System,
     maps: Maps<'_>,
     events: usize,
     stride: u32,
     programs: &mut Vec<(&'static str, OwnedFd)>,
 ) -> std::result::Result<OwnedFd, String> {
     const NAME: &str = "ch_cgroup_move";
-    let path = btf::vmlinux();
-    let vmlinux = btf::read_vmlinux().map_err(|e| {
+    let path = btf::vmlinux(system);
+    let vmlinux = btf::read_vmlinux(system).map_err(|e| {
         format!(
             "cannot read the kernel's BTF, {}: {e} (a kernel built without \
              CONFIG_DEBUG_INFO_BTF)",

@@ -4,9 +4,9 @@
 //! the types (each a `struct btf_type` of 12 bytes and the data its kind adds), then the
 //! names; type ids count the types from 1.
 
-/// Where the kernel's BTF is (`kernel/btf/vmlinux` under sysfs), to name it.
-pub fn vmlinux() -> std::path::PathBuf {
-    counterhal_system::System::host().kernel_btf_path()
+/// Where `system`'s kernel BTF is (`kernel/btf/vmlinux` under its sysfs), to name it.
+pub fn vmlinux(system: &counterhal_system::System) -> std::path::PathBuf {
+    system.kernel_btf_path()
 }
 
 /// The kernel's BTF, as the system reads it ([`counterhal_system::System::kernel_btf`]).
@@ -14,8 +14,8 @@ pub fn vmlinux() -> std::path::PathBuf {
 /// # Errors
 /// `NotFound` where the kernel exports none (built without `CONFIG_DEBUG_INFO_BTF`); the
 /// system's refusal where the file breaks its reading rule.
-pub fn read_vmlinux() -> std::io::Result<Vec<u8>> {
-    match counterhal_system::System::host().kernel_btf() {
+pub fn read_vmlinux(system: &counterhal_system::System) -> std::io::Result<Vec<u8>> {
+    match system.kernel_btf() {
         Ok(Some(bytes)) => Ok(bytes),
         Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
         Err(refused) => Err(std::io::Error::other(refused)),
@@ -243,7 +243,7 @@ mod tests {
                 .unwrap_err()
                 .contains("kind 31")
         );
-        if let Ok(vmlinux) = read_vmlinux() {
+        if let Ok(vmlinux) = read_vmlinux(&counterhal_system::System::host()) {
             let id = function_id(&vmlinux, "cgroup_migrate");
             assert!(id.as_ref().is_ok_and(|&id| id > 1), "{id:?}");
         }

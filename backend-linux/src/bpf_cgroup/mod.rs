@@ -206,7 +206,7 @@ impl LinuxCgroupCounter {
     /// event opens for it. An event that alone does not open for it is left out where it does
     /// not ([`CgroupCounts::left_out`]), and the others count.
     pub fn follow(&mut self, cgroup: &Path) -> Result<()> {
-        let id = cgroup_id(cgroup)?;
+        let id = cgroup_id(self.backend.system(), cgroup)?;
         let at = self.followed.iter().position(|c| c.path == cgroup);
         match at {
             Some(at) if self.kept[at].id == id => Ok(()),
@@ -469,7 +469,7 @@ impl LinuxCgroupCounter {
             if !removed.unwrap_or(standing) {
                 continue;
             }
-            match cgroup_id(&counts.path) {
+            match cgroup_id(self.backend.system(), &counts.path) {
                 Ok(id) if id != kept.id => {
                     let shown = counts.path.display().to_string();
                     self.replace(at, id)
@@ -563,8 +563,7 @@ impl CgroupCapability for LinuxBackend {
 ///
 /// # Errors
 /// [`ErrorKind::NotFound`](counterhal_hal::ErrorKind::NotFound) where it cannot be read.
-fn cgroup_id(cgroup: &Path) -> Result<u64> {
-    let system = counterhal_system::System::host();
+fn cgroup_id(system: &counterhal_system::System, cgroup: &Path) -> Result<u64> {
     system.cgroup_id(cgroup).map_err(|e| {
         Error::new(
             counterhal_hal::ErrorKind::NotFound,
@@ -895,11 +894,11 @@ mod tests {
             );
         }
         let atomic = program::counting(maps, super::MAX_EVENTS, 4, Run::Move);
-        let Ok(vmlinux) = super::btf::read_vmlinux() else {
+        let Ok(vmlinux) = super::btf::read_vmlinux(&counterhal_system::System::host()) else {
             skip!(
                 Need::System,
                 "no kernel BTF at {}",
-                super::btf::vmlinux().display()
+                super::btf::vmlinux(&counterhal_system::System::host()).display()
             );
         };
         // A tracing program, as the settle program is: at a tracepoint (its arguments typed
@@ -985,11 +984,11 @@ mod tests {
         {
             skip!(Need::Tools, "bpftool is not installed (Debian's bpftool)");
         }
-        let Ok(vmlinux) = super::btf::read_vmlinux() else {
+        let Ok(vmlinux) = super::btf::read_vmlinux(&counterhal_system::System::host()) else {
             skip!(
                 Need::System,
                 "no kernel BTF at {}",
-                super::btf::vmlinux().display()
+                super::btf::vmlinux(&counterhal_system::System::host()).display()
             );
         };
         let Ok(btf_id) = super::btf::function_id(&vmlinux, "htab_map_delete_elem") else {

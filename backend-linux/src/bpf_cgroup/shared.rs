@@ -56,9 +56,9 @@ const FILTER_ENTRIES: u32 = 102_400;
 const LEADER: &str = "on_switch";
 
 /// Where the attr map is pinned by default: perf's `BPF_PERF_DEFAULT_ATTR_MAP_PATH` in the BPF
-/// file system under sysfs (`/sys/fs/bpf/perf_attr_map`).
-pub fn default_attr_map() -> PathBuf {
-    counterhal_system::System::host().bpf_pin("perf_attr_map")
+/// file system under `system`'s sysfs (`/sys/fs/bpf/perf_attr_map`).
+pub fn default_attr_map(system: &counterhal_system::System) -> PathBuf {
+    system.bpf_pin("perf_attr_map")
 }
 
 /// One event counted through a leader shared with other sessions (perf's and this crate's):
@@ -177,14 +177,15 @@ impl LinuxSharedCounter {
     /// (no BPF file system there) or is not perf 7.2's, or the kernel refuses a program
     /// (the verifier's log); as [`counterhal_hal::Backend::open`] for the event.
     pub fn open(
+        system: &counterhal_system::System,
         request: &EventRequest,
         scope: SharedScope,
         cpus: &[u32],
         attr_map: Option<&Path>,
     ) -> Result<LinuxSharedCounter> {
-        let path = attr_map.map_or_else(default_attr_map, Path::to_path_buf);
+        let path = attr_map.map_or_else(|| default_attr_map(system), Path::to_path_buf);
         let key = attr_key(request)?;
-        let possible = possible_cpus()?;
+        let possible = possible_cpus(system)?;
         let map = lock_attr_map(&path)?;
         let leader = Self::leader(&map, &key, request, cpus, &possible);
         // Unlocked whatever happened (closing the last descriptor unlocks too).
@@ -294,7 +295,7 @@ impl LinuxSharedCounter {
             scope,
             SharedScope::Threads(_) | SharedScope::Processes { .. }
         ) {
-            Self::follow_tasks(&scope, &enabled, &filter, &mut links, &mut programs)?;
+            Self::follow_tasks(system, &scope, &enabled, &filter, &mut links, &mut programs)?;
         }
         Ok(LinuxSharedCounter {
             _link: leader.link,
@@ -322,17 +323,18 @@ impl LinuxSharedCounter {
     /// [`ErrorKind::Unsupported`] without the kernel's BTF (`task_struct`'s layout), or where
     /// the kernel refuses a program or its attachment.
     fn follow_tasks(
+        system: &counterhal_system::System,
         scope: &SharedScope,
         enabled: &OwnedFd,
         filter: &OwnedFd,
         links: &mut Vec<OwnedFd>,
         programs: &mut Vec<(&'static str, OwnedFd)>,
     ) -> Result<()> {
-        let vmlinux = btf::read_vmlinux().map_err(|e| {
+        let vmlinux = btf::read_vmlinux(system).map_err(|e| {
             Error::unsupported(format!(
                 "following tasks reads the kernel's BTF, {}: {e} (a kernel built \
                  without CONFIG_DEBUG_INFO_BTF)",
-                btf::vmlinux().display()
+                btf::vmlinux(system).display()
             ))
         })?;
         let offset = |member: &str| {
@@ -639,18 +641,21 @@ impl SharedCapability for crate::backend::LinuxBackend {
         cpus: &[u32],
         leaders: Option<&Path>,
     ) -> Result<BoxedSharedCounter> {
-        let counter = LinuxSharedCounter::open(request, scope, cpus, leaders)?;
+        let counter = LinuxSharedCounter::open(self.system(), request, scope, cpus, leaders)?;
         Ok(Box::new(counter))
     }
 }
 
-/// The entries of the attr map at `path` (`None`: [`default_attr_map`]): each key (a
+/// The entries of the attr map at `path` (`None`: `system`'s [`default_attr_map`]): each key (a
 /// `struct perf_event_attr` of [`ATTR_KEY_BYTES`]) with its link id and `diff_readings` id.
 ///
 /// # Errors
 /// Where nothing is pinned there, or the kernel refuses the reads.
-pub fn attr_map_entries(path: Option<&Path>) -> Result<Vec<(Vec<u8>, u32, u32)>> {
-    let path = path.map_or_else(default_attr_map, Path::to_path_buf);
+pub fn attr_map_entries(
+    system: &counterhal_system::System,
+    path: Option<&Path>,
+) -> Result<Vec<(Vec<u8>, u32, u32)>> {
+    let path = path.map_or_else(|| default_attr_map(system), Path::to_path_buf);
     let c_path = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| Error::invalid_input("the attr map's path holds a NUL byte"))?;
     let map = sys_bpf::obj_get(&c_path)
@@ -747,10 +752,16 @@ mod tests {
         };
         let map = fs.0.join("perf_attr_map");
         let request = EventRequest::new("page-faults", Encoding::Perf(PerfAttr::new(1, 2)));
-        let cpus = possible_cpus().unwrap();
+        let cpus = possible_cpus(&counterhal_system::System::host()).unwrap();
         let tid = crate::sys::gettid() as u32;
         let scope = SharedScope::Threads(vec![tid]);
-        let first = match LinuxSharedCounter::open(&request, scope.clone(), &cpus, Some(&map)) {
+        let first = match LinuxSharedCounter::open(
+            &counterhal_system::System::host(),
+            &request,
+            scope.clone(),
+            &cpus,
+            Some(&map),
+        ) {
             Ok(c) => c,
             Err(e) if e.kind() == ErrorKind::PermissionDenied => {
                 skip!(Need::Privilege, "{e}")
@@ -758,10 +769,17 @@ mod tests {
             Err(e) => panic!("{e}"),
         };
         assert!(first.started_leader());
-        let second = LinuxSharedCounter::open(&request, scope, &cpus, Some(&map)).unwrap();
+        let second = LinuxSharedCounter::open(
+            &counterhal_system::System::host(),
+            &request,
+            scope,
+            &cpus,
+            Some(&map),
+        )
+        .unwrap();
         assert!(!second.started_leader());
         assert_eq!(first.link_id(), second.link_id());
-        let entries = attr_map_entries(Some(&map)).unwrap();
+        let entries = attr_map_entries(&counterhal_system::System::host(), Some(&map)).unwrap();
         assert_eq!(entries.len(), 1, "{entries:?}");
         assert_eq!(entries[0].1, first.link_id());
         let mut attr = PerfEventAttr {
@@ -807,7 +825,12 @@ mod tests {
         );
         drop(second);
         assert!(!link_lives(link), "the leader outlived its sessions");
-        assert_eq!(attr_map_entries(Some(&map)).unwrap().len(), 1);
+        assert_eq!(
+            attr_map_entries(&counterhal_system::System::host(), Some(&map))
+                .unwrap()
+                .len(),
+            1
+        );
         assert!(map.exists(), "the attr map stays pinned");
         std::fs::remove_file(&map).unwrap();
     }
@@ -835,12 +858,18 @@ mod tests {
         };
         let map = fs.0.join("perf_attr_map");
         let request = EventRequest::new("page-faults", Encoding::Perf(PerfAttr::new(1, 2)));
-        let cpus = possible_cpus().unwrap();
+        let cpus = possible_cpus(&counterhal_system::System::host()).unwrap();
         let scope = SharedScope::Processes {
             pids: vec![std::process::id()],
             inherit: true,
         };
-        let counter = match LinuxSharedCounter::open(&request, scope, &cpus, Some(&map)) {
+        let counter = match LinuxSharedCounter::open(
+            &counterhal_system::System::host(),
+            &request,
+            scope,
+            &cpus,
+            Some(&map),
+        ) {
             Ok(c) => c,
             Err(e) if e.kind() == ErrorKind::PermissionDenied => {
                 skip!(Need::Privilege, "{e}")
@@ -895,7 +924,7 @@ mod tests {
     fn the_exit_follower_adds_the_leaders_differences() {
         let _alone = super::super::bpf_alone();
         use crate::sys::{self, attr_bit};
-        let possible = possible_cpus().unwrap();
+        let possible = possible_cpus(&counterhal_system::System::host()).unwrap();
         let cpu = possible[0];
         sys::pin_thread_to(cpu).expect("this thread kept on one CPU");
         let made = [
