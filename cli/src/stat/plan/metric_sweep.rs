@@ -17,7 +17,7 @@ use counterhal::metrics::{self as named_metrics, MetricDef};
 /// `<not supported>` where the machine lacks it; one that does not is refused).
 fn plan_as_stat<B: Backend>(backend: &B, model: &str, name: &str) -> Result<usize, Error> {
     let resolve = |event: &str| runnable::unknown_here(backend, event);
-    let system = crate::stat::report::summary::here();
+    let system = crate::stat::plan::machine_here();
     let (chosen, _left_out) = runnable::plan(&system, &[name.to_string()], Some(model), &resolve)?;
     for event in named_metrics::events_needed(&system, &chosen) {
         if super::tool::Tool::named(&event).is_some() {
@@ -94,7 +94,7 @@ fn every_metric_and_group_of_every_model_runs_but_the_uncore_ones() {
         };
         let resolve = |event: &str| linux.resolve(event).err();
         let (offered, _hidden) =
-            runnable::offered(&crate::stat::report::summary::here(), Some(id), &resolve).unwrap();
+            runnable::offered(&crate::stat::plan::machine_here(), Some(id), &resolve).unwrap();
         let marked = |m: &MetricDef| {
             offered
                 .iter()

@@ -275,3 +275,12 @@ pub fn plan<B: Backend>(
         fell_back,
     })
 }
+
+/// This machine's facts, threads counted: what the tests' plans and summaries read (one for
+/// the tests, whose facts are read once).
+#[cfg(test)]
+pub(crate) fn machine_here() -> Machine {
+    static HERE: std::sync::OnceLock<Machine> = std::sync::OnceLock::new();
+    HERE.get_or_init(|| Machine::new(counterhal::system::System::host()))
+        .clone()
+}

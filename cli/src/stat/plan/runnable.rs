@@ -306,7 +306,7 @@ mod tests {
             group.len()
         );
         let (kept, notes) = keep(
-            &crate::stat::report::summary::here(),
+            &crate::stat::plan::machine_here(),
             &names,
             group.clone(),
             &unknown_uncore,
@@ -317,11 +317,11 @@ mod tests {
         // this machine holds (`... if #has_pmem > 0 else 0`, perf 7.2's) is kept where it
         // does not, as perf 7.2 keeps it (the fact decided before the events are opened).
         assert!(
-            counterhal::metrics::events_needed(&crate::stat::report::summary::here(), &kept)
+            counterhal::metrics::events_needed(&crate::stat::plan::machine_here(), &kept)
                 .iter()
                 .all(|e| !e.starts_with("UNC_")),
             "{:?}",
-            counterhal::metrics::events_needed(&crate::stat::report::summary::here(), &kept)
+            counterhal::metrics::events_needed(&crate::stat::plan::machine_here(), &kept)
         );
         assert!(
             notes
@@ -335,7 +335,7 @@ mod tests {
             .unwrap();
         let by_name = vec![one.name.to_string()];
         let e = keep(
-            &crate::stat::report::summary::here(),
+            &crate::stat::plan::machine_here(),
             &by_name,
             vec![*one],
             &unknown_uncore,

@@ -152,7 +152,7 @@ mod tests {
             pmu: None,
             counted: true,
         };
-        let mut each = each_core(&crate::stat::report::summary::here(), &[table], level)?;
+        let mut each = each_core(&crate::stat::plan::machine_here(), &[table], level)?;
         Ok(each.pop().map(|(_, names)| names).unwrap_or_default())
     }
 
@@ -205,7 +205,7 @@ mod tests {
             counted: true,
         };
         let tables = [table("adl_glc", "cpu_core"), table("adl_grt", "cpu_atom")];
-        let each = each_core(&crate::stat::report::summary::here(), &tables, 2).unwrap();
+        let each = each_core(&crate::stat::plan::machine_here(), &tables, 2).unwrap();
         let mut core = each[0].1.clone();
         core.sort_unstable();
         let perfs = [
@@ -233,7 +233,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            each_core(&crate::stat::report::summary::here(), &tables, 1)
+            each_core(&crate::stat::plan::machine_here(), &tables, 1)
                 .unwrap()
                 .len(),
             2
@@ -244,7 +244,7 @@ mod tests {
             ..table("adl_grt", "cpu_atom")
         };
         let core_alone = [table("adl_glc", "cpu_core"), atom];
-        let each = each_core(&crate::stat::report::summary::here(), &core_alone, 2).unwrap();
+        let each = each_core(&crate::stat::plan::machine_here(), &core_alone, 2).unwrap();
         assert_eq!(each.len(), 1);
         let mut alone = each[0].1.clone();
         alone.sort_unstable();
@@ -264,7 +264,7 @@ mod tests {
             counted: pmu == "cpu_core",
         };
         let tables = [table("adl_glc", "cpu_core"), table("adl_grt", "cpu_atom")];
-        let each = each_core(&crate::stat::report::summary::here(), &tables, 3).unwrap();
+        let each = each_core(&crate::stat::plan::machine_here(), &tables, 3).unwrap();
         let mut core = each[0].1.clone();
         core.sort_unstable();
         let perfs = "tma_branch_resteers tma_divider tma_dram_bound tma_dsb tma_dsb_switches \

@@ -253,7 +253,7 @@ mod tests {
         json(
             &mut out,
             &report,
-            &Summary::of_interval(crate::stat::report::summary::here(), &events, section),
+            &Summary::of_interval(crate::stat::plan::machine_here(), &events, section),
         );
         let document: Value = serde_json::from_str(&out).unwrap();
         document["metrics"]
@@ -293,7 +293,7 @@ mod tests {
         {
             assert_eq!((metric.name, stat_name.as_str()), (name, name));
             let value = counterhal::metrics::evaluate(
-                &crate::stat::report::summary::here(),
+                &crate::stat::plan::machine_here(),
                 metric,
                 &library,
                 MINUTE_NS,

@@ -269,7 +269,7 @@ mod tests {
 
     fn one_run() -> Summary {
         Summary::of(
-            crate::stat::report::summary::here(),
+            crate::stat::plan::machine_here(),
             &[run(
                 &[
                     ("task-clock", Some(500_000_000)),

@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn nothing_counted_is_an_error_naming_the_file() {
         let summary = Summary::of(
-            crate::stat::report::summary::here(),
+            crate::stat::plan::machine_here(),
             &[run(&[("cycles", None)], 1)],
         );
         let mut svg = String::new();
@@ -363,7 +363,7 @@ mod tests {
     fn a_plot_keeps_a_bounded_number_of_points() {
         let one = run(&[("page-faults", Some(0))], 1);
         let summary = Summary::of(
-            crate::stat::report::summary::here(),
+            crate::stat::plan::machine_here(),
             std::slice::from_ref(&one),
         );
         let mut plot = Plot::default();

@@ -17,7 +17,7 @@ fn render_with(words: &[&str], summary: &Summary) -> String {
 /// page-faults and task-clock 1.5 ms counted, cycles not supported, in one run of 2 s.
 fn one_run() -> Summary {
     Summary::of(
-        crate::stat::report::summary::here(),
+        crate::stat::plan::machine_here(),
         &[run(
             &[
                 ("page-faults", Some(1_234_567)),
@@ -130,7 +130,7 @@ fn the_table_shows_runs_spreads_ratios_times_and_the_end() {
     }
     let text = render_with(
         &["-r", "2", "-C", "0,2-3", "--", "true"],
-        &Summary::of(crate::stat::report::summary::here(), &runs),
+        &Summary::of(crate::stat::plan::machine_here(), &runs),
     );
     assert!(text.contains("for CPUs '0,2-3' (2 runs):"), "{text}");
     let instructions = text.lines().find(|l| l.contains("instructions")).unwrap();
@@ -169,7 +169,7 @@ fn intervals_and_places_print_with_their_columns() {
     };
     let (summary, mut sections) = intervals(&one, &[snapshot]);
     let interval = Summary::of_interval(
-        crate::stat::report::summary::here(),
+        crate::stat::plan::machine_here(),
         &summary.events,
         sections.remove(0),
     );
@@ -198,7 +198,7 @@ fn intervals_and_places_print_with_their_columns() {
 #[test]
 fn one_reason_shared_by_several_events_is_said_once() {
     let summary = Summary::of(
-        crate::stat::report::summary::here(),
+        crate::stat::plan::machine_here(),
         &[run(&[("cycles", None), ("instructions", None)], 1)],
     );
     let text = render_with(&["-p", "42", "--", "true"], &summary);
@@ -288,7 +288,7 @@ fn software_multiplexing_on_the_device_models_shows_in_every_format() {
         for (result, reading) in one.events.iter_mut().zip(&readings) {
             result.outcome = Ok(*reading);
         }
-        let summary = Summary::of(crate::stat::report::summary::here(), &[one]);
+        let summary = Summary::of(crate::stat::plan::machine_here(), &[one]);
         let table = render_with(&["--", "true"], &summary);
         let shares: Vec<f64> = table
             .lines()
@@ -324,7 +324,7 @@ fn software_multiplexing_on_the_device_models_shows_in_every_format() {
 #[test]
 fn every_default_event_carries_perf_7_2_s_metric() {
     let summary = Summary::of(
-        crate::stat::report::summary::here(),
+        crate::stat::plan::machine_here(),
         &[run(
             &[
                 ("task-clock", Some(2_000_000)),

@@ -277,7 +277,7 @@ mod tests {
     /// page-faults and task-clock counted, cycles not supported, in 2 ms.
     fn one_run() -> Summary {
         Summary::of(
-            crate::stat::report::summary::here(),
+            crate::stat::plan::machine_here(),
             &[run(
                 &[
                     ("task-clock", Some(1_500_000)),
@@ -312,7 +312,7 @@ mod tests {
         csv(
             &mut text,
             ";",
-            &Summary::of(crate::stat::report::summary::here(), &runs),
+            &Summary::of(crate::stat::plan::machine_here(), &runs),
             &[],
         );
         assert_eq!(text, "100;;page-faults;10.00%;1000;100.00;;\n");
@@ -329,7 +329,7 @@ mod tests {
         let (summary, mut sections) = intervals(&one, &[snapshot]);
         let mut text = String::new();
         let interval = Summary::of_interval(
-            crate::stat::report::summary::here(),
+            crate::stat::plan::machine_here(),
             &summary.events,
             sections.remove(0),
         );
@@ -403,7 +403,7 @@ mod tests {
         csv(
             &mut text,
             ",",
-            &Summary::of(crate::stat::report::summary::here(), &[one]),
+            &Summary::of(crate::stat::plan::machine_here(), &[one]),
             &[],
         );
         assert_eq!(

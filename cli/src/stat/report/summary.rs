@@ -376,15 +376,6 @@ fn base_name(name: &str) -> &str {
     name.split(':').next().unwrap_or(name)
 }
 
-/// This machine's facts, threads counted: what the tests' summaries read (one for the tests,
-/// whose facts are read once).
-#[cfg(test)]
-pub(crate) fn here() -> Machine {
-    static HERE: std::sync::OnceLock<Machine> = std::sync::OnceLock::new();
-    HERE.get_or_init(|| Machine::new(counterhal::system::System::host()))
-        .clone()
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use counterhal::Error;
@@ -445,7 +436,7 @@ pub(super) mod tests {
             run(&[("page-faults", Some(90)), ("cycles", None)], 1_000),
             run(&[("page-faults", Some(110)), ("cycles", None)], 3_000),
         ];
-        let summary = Summary::of(crate::stat::report::summary::here(), &runs);
+        let summary = Summary::of(crate::stat::plan::machine_here(), &runs);
         assert_eq!(summary.runs, 2);
         let faults = &summary.events[0];
         assert_eq!(faults.reading.as_ref().unwrap().value, 100);
@@ -478,10 +469,7 @@ pub(super) mod tests {
 
     /// The sections of `run`'s intervals, each snapshot of `snapshots` taken in turn.
     pub fn intervals(run: &Run, snapshots: &[Snapshot]) -> (Summary, Vec<Section>) {
-        let summary = Summary::of(
-            crate::stat::report::summary::here(),
-            std::slice::from_ref(run),
-        );
+        let summary = Summary::of(crate::stat::plan::machine_here(), std::slice::from_ref(run));
         let mut before = None;
         let sections = snapshots
             .iter()
@@ -536,7 +524,7 @@ pub(super) mod tests {
             counts(Some(Place::Cpu(0)), &[Some(10)], 10),
             counts(Some(Place::Cpu(1)), &[Some(20)], 10),
         ];
-        let summary = Summary::of(crate::stat::report::summary::here(), &[one]);
+        let summary = Summary::of(crate::stat::plan::machine_here(), &[one]);
         let places = &summary.sections[0].places;
         assert_eq!(places.len(), 2);
         assert_eq!(places[1].place, Some(Place::Cpu(1)));
@@ -558,13 +546,13 @@ pub(super) mod tests {
     #[test]
     fn one_run_has_no_spread_and_a_zero_mean_none_to_speak_of() {
         let one = Summary::of(
-            crate::stat::report::summary::here(),
+            crate::stat::plan::machine_here(),
             &[run(&[("page-faults", Some(5))], 1)],
         );
         assert_eq!(one.events[0].stddev_percent, None);
         // A mean of 0 has a spread of 0%, which perf prints too.
         let zeros = Summary::of(
-            crate::stat::report::summary::here(),
+            crate::stat::plan::machine_here(),
             &[run(&[("x", Some(0))], 1), run(&[("x", Some(0))], 1)],
         );
         assert_eq!(zeros.events[0].stddev_percent, Some(0.0));
@@ -574,7 +562,7 @@ pub(super) mod tests {
     fn an_event_failing_in_any_run_is_not_counted() {
         let runs = [run(&[("cycles", Some(5))], 1), run(&[("cycles", None)], 1)];
         assert!(
-            Summary::of(crate::stat::report::summary::here(), &runs).events[0]
+            Summary::of(crate::stat::plan::machine_here(), &runs).events[0]
                 .reading
                 .is_err()
         );
@@ -586,7 +574,7 @@ pub(super) mod tests {
         last.end.exit_code = 3;
         last.end.exit_description = "exited with status 3".to_string();
         last.end.note = Some("a note".to_string());
-        let end = Summary::of(crate::stat::report::summary::here(), &[run(&[], 1), last]).end;
+        let end = Summary::of(crate::stat::plan::machine_here(), &[run(&[], 1), last]).end;
         assert_eq!(end.exit_code, 3);
         assert_eq!(end.exit_description, "exited with status 3");
         assert_eq!(end.note.as_deref(), Some("a note"));
@@ -595,7 +583,7 @@ pub(super) mod tests {
     #[test]
     fn clocks_are_known_by_name() {
         let summary = Summary::of(
-            crate::stat::report::summary::here(),
+            crate::stat::plan::machine_here(),
             &[run(
                 &[
                     ("task-clock:u", Some(1)),
