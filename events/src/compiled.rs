@@ -14,7 +14,7 @@ use crate::table::{Field, Models, Table};
 /// A string of this module's part of the shipped tables.
 type Str = crate::table::Str<Models>;
 
-crate::row! {
+crate::table::row! {
     /// A native event; its unit masks are `MASK_LISTS[start..start + length]` (indices of
     /// `MASKS`), its description, if any, in `EVENT_DESCRIPTIONS`.
     struct Event {
@@ -33,7 +33,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// A unit mask; what few have is its row of `MASK_RARE`.
     struct Mask {
         name: Str,
@@ -53,7 +53,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// What few unit masks have; `same_as` is a range of `STRINGS`.
     struct MaskRare {
         description: Str,
@@ -65,7 +65,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// A mapping of a generalized event or preset; its terms are `TERMS[..]`.
     struct MappingRow {
         event: Str,
@@ -76,7 +76,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// A preset's form in PAPI's table; its natives are a range of `STRINGS`.
     struct Papi {
         derived: Str,
@@ -85,7 +85,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One term of a mapping: its event string, factor and sign.
     struct Term {
         event: Str,
@@ -94,7 +94,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One model's rows in each table: its events (a range of `EVENT_LISTS`), mappings (of
     /// `MAPPING_LISTS`), refused presets (of `REFUSED`) and event aliases (of `ALIAS_LISTS`).
     struct Body {
@@ -117,7 +117,7 @@ fn listed<T: Field>(
 }
 
 fn strings(range: (u16, u16)) -> Vec<String> {
-    crate::table!(Models, Str, "STRINGS")
+    crate::table::table!(Models, Str, "STRINGS")
         .range(range)
         .iter()
         .map(|s| s.text().to_string())
@@ -127,8 +127,8 @@ fn strings(range: (u16, u16)) -> Vec<String> {
 /// The extra MSR a row names by its index + 1 in `EXTRA_MSRS` (0: none).
 fn extra(index: u16) -> Option<ExtraMsr> {
     let index = usize::from(index).checked_sub(1)?;
-    let address = crate::table!(Models, u16, "EXTRA_MSRS").get(index)?;
-    let value = crate::table!(Models, u64, "EXTRA_VALUES").get(index)?;
+    let address = crate::table::table!(Models, u16, "EXTRA_MSRS").get(index)?;
+    let value = crate::table::table!(Models, u64, "EXTRA_VALUES").get(index)?;
     Some(ExtraMsr::new(u32::from(address), value))
 }
 
@@ -160,7 +160,7 @@ fn event_flags(bits: u8) -> EventFlags {
 
 /// The description of event row `index`, if it has one.
 fn event_description(index: u16) -> String {
-    let descriptions = crate::table!(Models, (u16, Str), "EVENT_DESCRIPTIONS");
+    let descriptions = crate::table::table!(Models, (u16, Str), "EVENT_DESCRIPTIONS");
     descriptions
         .binary_search_by_key(&index, |&(event, _)| event)
         .ok()
@@ -173,7 +173,7 @@ fn mask(row: Mask) -> UnitMask {
     let bit = |i: u16| row.flags & 1 << i != 0;
     let rare = usize::from(row.rare)
         .checked_sub(1)
-        .and_then(|i| crate::table!(Models, MaskRare, "MASK_RARE").get(i));
+        .and_then(|i| crate::table::table!(Models, MaskRare, "MASK_RARE").get(i));
     UnitMask {
         name: row.name.text().to_string(),
         code: row.code,
@@ -200,7 +200,7 @@ fn mask(row: Mask) -> UnitMask {
         umask2: row.umask2,
         extra_bits: usize::from(row.extra_bits)
             .checked_sub(1)
-            .and_then(|i| crate::table!(Models, u64, "WORDS").get(i)),
+            .and_then(|i| crate::table::table!(Models, u64, "WORDS").get(i)),
         combine: CombineRules {
             alone_in_group: bit(6),
             excludes_later_groups: bit(7),
@@ -214,7 +214,7 @@ fn mask(row: Mask) -> UnitMask {
 /// How many shipped models have a body (one per entry of the shipped index).
 #[cfg(all(test, feature = "events-file"))]
 pub(crate) fn count() -> usize {
-    crate::table!(Models, Body, "BODIES").len()
+    crate::table::table!(Models, Body, "BODIES").len()
 }
 
 /// Whether shipped model `index` has a native event or an event alias named `name` (ASCII
@@ -222,19 +222,19 @@ pub(crate) fn count() -> usize {
 /// without making the model: what resolving a plain name needs to know before the model is
 /// made whole.
 pub(crate) fn model_spells(index: usize, name: &str) -> bool {
-    let Some(body) = crate::table!(Models, Body, "BODIES").get(index) else {
+    let Some(body) = crate::table::table!(Models, Body, "BODIES").get(index) else {
         return false;
     };
-    let events = crate::table!(Models, Event, "EVENTS");
-    let native = crate::table!(Models, u16, "EVENT_LISTS")
+    let events = crate::table::table!(Models, Event, "EVENTS");
+    let native = crate::table::table!(Models, u16, "EVENT_LISTS")
         .range(body.events)
         .iter()
         .filter_map(|i| events.get(usize::from(i)))
         .any(|row| row.name.text().eq_ignore_ascii_case(name));
     native
         || listed::<(Str, Str)>(
-            crate::table!(Models, "ALIASES"),
-            crate::table!(Models, "ALIAS_LISTS"),
+            crate::table::table!(Models, "ALIASES"),
+            crate::table::table!(Models, "ALIAS_LISTS"),
             body.aliases,
         )
         .any(|(key, _)| key.text().eq_ignore_ascii_case(name))
@@ -244,18 +244,18 @@ pub(crate) fn model_spells(index: usize, name: &str) -> bool {
 /// mappings, refused presets and event aliases the build loaded from its files.
 pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
     let mut model = header.clone();
-    let Some(body) = crate::table!(Models, Body, "BODIES").get(index) else {
+    let Some(body) = crate::table::table!(Models, Body, "BODIES").get(index) else {
         return model;
     };
     let (masks, mask_lists) = (
-        crate::table!(Models, Mask, "MASKS"),
-        crate::table!(Models, u16, "MASK_LISTS"),
+        crate::table::table!(Models, Mask, "MASKS"),
+        crate::table::table!(Models, u16, "MASK_LISTS"),
     );
     let (events, counter_sets) = (
-        crate::table!(Models, Event, "EVENTS"),
-        crate::table!(Models, u32, "COUNTER_SETS"),
+        crate::table::table!(Models, Event, "EVENTS"),
+        crate::table::table!(Models, u32, "COUNTER_SETS"),
     );
-    model.events = crate::table!(Models, u16, "EVENT_LISTS")
+    model.events = crate::table::table!(Models, u16, "EVENT_LISTS")
         .range(body.events)
         .iter()
         .filter_map(|i| Some((i, events.get(usize::from(i))?)))
@@ -277,12 +277,12 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
         .collect();
     model.rebuild_index();
     let (papi, terms) = (
-        crate::table!(Models, Papi, "PAPI"),
-        crate::table!(Models, Term, "TERMS"),
+        crate::table::table!(Models, Papi, "PAPI"),
+        crate::table::table!(Models, Term, "TERMS"),
     );
     model.mappings = listed::<MappingRow>(
-        crate::table!(Models, "MAPPINGS"),
-        crate::table!(Models, "MAPPING_LISTS"),
+        crate::table::table!(Models, "MAPPINGS"),
+        crate::table::table!(Models, "MAPPING_LISTS"),
         body.mappings,
     )
     .filter_map(|row| {
@@ -308,7 +308,7 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
         })
     })
     .collect();
-    model.refused_presets = crate::table!(Models, (Str, Str), "REFUSED")
+    model.refused_presets = crate::table::table!(Models, (Str, Str), "REFUSED")
         .range(body.refused)
         .iter()
         .filter_map(|(event, why)| {
@@ -319,8 +319,8 @@ pub(crate) fn model(index: usize, header: &CpuModel) -> CpuModel {
         })
         .collect();
     model.event_aliases = listed::<(Str, Str)>(
-        crate::table!(Models, "ALIASES"),
-        crate::table!(Models, "ALIAS_LISTS"),
+        crate::table::table!(Models, "ALIASES"),
+        crate::table::table!(Models, "ALIAS_LISTS"),
         body.aliases,
     )
     .map(|(key, target)| (key.text().to_string(), spec(target)))

@@ -7,14 +7,14 @@
 //!
 //! The rules, as libpfm4 applies them:
 //! - several unit masks of one group are ORed, unless one of them is
-//!   [`alone_in_group`](crate::CombineRules::alone_in_group) (libpfm4's `NCOMBO`);
+//!   [`alone_in_group`](crate::model::CombineRules::alone_in_group) (libpfm4's `NCOMBO`);
 //! - each group no named mask belongs to gets its defaults, in group order; none when an
-//!   earlier mask [excludes later groups](crate::CombineRules::excludes_later_groups) (`EXCL_GRP_GT`)
-//!   and the group is later, when the group's mask
-//!   [may leave it empty](crate::CombineRules::group_may_be_empty) (`GRP_DFL_NONE`), or when a named
-//!   mask [excludes the other groups](crate::CombineRules::excludes_other_groups) (`EXCL_GRP_BUT_0`)
-//!   and the group is neither group 0 nor that mask's; a group with none of these reasons and no
-//!   default is an error;
+//!   earlier mask [excludes later groups](crate::model::CombineRules::excludes_later_groups)
+//!   (`EXCL_GRP_GT`) and the group is later, when the group's mask [may leave it
+//!   empty](crate::model::CombineRules::group_may_be_empty) (`GRP_DFL_NONE`), or when a named mask
+//!   [excludes the other groups](crate::model::CombineRules::excludes_other_groups)
+//!   (`EXCL_GRP_BUT_0`) and the group is neither group 0 nor that mask's; a group with none of
+//!   these reasons and no default is an error;
 //! - a named mask that excludes later groups refuses every mask of a later group (a default that
 //!   does only keeps the later groups' defaults out); a named mask that excludes the other
 //!   groups refuses named masks of every group but 0 and its own.

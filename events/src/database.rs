@@ -14,12 +14,13 @@ use crate::table::{Catalog, Models, Table};
 
 /// A string of this module's part of the shipped tables.
 type Str = crate::table::Str<Models>;
-use crate::{CpuIdentity, HybridCore, Vendor, suggest};
+use crate::cpu::{CpuIdentity, HybridCore, Vendor};
+use crate::suggest;
 
 /// A string of the index (part `catalog`, in every build).
 type Index = crate::table::Str<Catalog>;
 
-crate::row! {
+crate::table::row! {
     /// A shipped model's header as `counterhal-gen tables` loaded it from its files: its
     /// aliases a range of `INDEX_STRINGS`, its match rules of `RULES`; the index is part
     /// `catalog`, in every build, so that a model a build leaves out is named.
@@ -39,7 +40,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// A match rule: vendor and number sets as inclusive ranges (a range of `RANGES`; none:
     /// any).
     struct IndexedRule {
@@ -57,7 +58,7 @@ crate::row! {
 /// and its hand-written overlay (`ID.toml`, the same id), or by an overlay several models
 /// share, which lists their ids (`k8.toml`).
 pub fn shipped_files() -> Vec<&'static str> {
-    crate::table!(Models, Str, "FILES")
+    crate::table::table!(Models, Str, "FILES")
         .iter()
         .map(Str::text)
         .collect()
@@ -65,27 +66,27 @@ pub fn shipped_files() -> Vec<&'static str> {
 
 /// The shipped models' headers, in match order.
 fn index() -> Table<IndexedModel> {
-    crate::table!(Catalog, "INDEX")
+    crate::table::table!(Catalog, "INDEX")
 }
 
 impl IndexedModel {
     /// Whether `name` is one of its aliases (case-insensitive).
     fn has_alias(&self, name: &str) -> bool {
-        crate::table!(Catalog, Index, "INDEX_STRINGS")
+        crate::table::table!(Catalog, Index, "INDEX_STRINGS")
             .range(self.aliases)
             .iter()
             .any(|a| a.eq_ignore_ascii_case(name))
     }
 
     fn aliases(&self) -> impl Iterator<Item = &'static str> {
-        crate::table!(Catalog, Index, "INDEX_STRINGS")
+        crate::table::table!(Catalog, Index, "INDEX_STRINGS")
             .range(self.aliases)
             .iter()
             .map(Index::text)
     }
 
     fn rules(&self) -> impl Iterator<Item = IndexedRule> {
-        crate::table!(Catalog, IndexedRule, "RULES")
+        crate::table::table!(Catalog, IndexedRule, "RULES")
             .range(self.rules)
             .iter()
     }
@@ -113,7 +114,7 @@ impl IndexedModel {
 
     /// The header it describes.
     fn header(&self) -> CpuModel {
-        let ranges = crate::table!(Catalog, (u32, u32), "RANGES");
+        let ranges = crate::table::table!(Catalog, (u32, u32), "RANGES");
         let set = |range| NumberSet {
             ranges: ranges.range(range).iter().collect(),
         };
@@ -143,7 +144,7 @@ impl IndexedModel {
 
     /// Whether its match rules accept `cpu` (as [`CpuModel::matches`] on its header).
     fn matches(&self, cpu: &CpuIdentity) -> bool {
-        let ranges = crate::table!(Catalog, (u32, u32), "RANGES");
+        let ranges = crate::table::table!(Catalog, (u32, u32), "RANGES");
         let within = |range, value| {
             let mut rows = ranges.range(range).iter().peekable();
             rows.peek().is_none() || rows.any(|(low, high)| (low..=high).contains(&value))
@@ -735,7 +736,10 @@ mod tests {
             if built {
                 assert_eq!(db.model_id(id), Some(id));
                 assert_eq!(left_out_model(id), None);
-                match (crate::shipped_metrics(id), cfg!(feature = "metrics")) {
+                match (
+                    crate::metrics::shipped_metrics(id),
+                    cfg!(feature = "metrics"),
+                ) {
                     (Ok(table), true) => assert!(table.is_some(), "{id} has metrics"),
                     (Err(e), false) => assert!(e.message().contains("`metrics` feature"), "{e}"),
                     (result, _) => panic!("{id}'s metrics: {:?}", result.map(|_| ())),
@@ -748,7 +752,7 @@ mod tests {
                     message.contains(&format!("`{feature}` feature")),
                     "{message}"
                 );
-                let error = crate::shipped_metrics(id).unwrap_err();
+                let error = crate::metrics::shipped_metrics(id).unwrap_err();
                 assert!(error.message().contains(feature), "{error}");
             }
         }
@@ -770,7 +774,7 @@ mod tests {
         assert!(said.contains(expected), "{said}");
         // The readers of the user's files: without them, an error naming their feature.
         let read = Database::from_toml_str("mine.toml", "[cpu]\nid = \"mine\"\n");
-        let metrics = crate::parse_metrics("mine-metrics.toml", "model = \"mine\"\n");
+        let metrics = crate::metrics::parse_metrics("mine-metrics.toml", "model = \"mine\"\n");
         if cfg!(feature = "events-file") {
             assert!(metrics.is_ok(), "{:?}", metrics.map(|_| ()));
         } else {

@@ -2,8 +2,8 @@
 
 use counterhal_hal::{CounterSet, ExtraMsr, Family, GeneralizedEvent, Sign};
 
+use crate::cpu::{CpuIdentity, HybridCore, Vendor};
 use crate::parse::EventSpec;
-use crate::{CpuIdentity, HybridCore, Vendor};
 
 /// Which encoder turns a CPU model's events into hardware words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -9,7 +9,7 @@ use crate::table::Papi;
 /// A string of this module's part of the shipped tables.
 type Str = crate::table::Str<Papi>;
 
-crate::row! {
+crate::table::row! {
     /// One of PAPI's presets (`data/papi/presets.toml`), in the order of their codes.
     struct PresetRow {
         name: Str,
@@ -18,7 +18,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One of libpfm4's `perf::` events (`data/papi/perf_natives.toml`): its perf type, and its
     /// unit masks and modifiers as `(start, length)` in `PERF_PAIRS`.
     struct PerfRow {
@@ -31,7 +31,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One of libpfm4's uncore PMU families (`data/papi/uncore_families.toml`).
     struct FamilyRow {
         libpfm4: Str,
@@ -41,7 +41,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One of libpfm4's events of an uncore family, with a unit mask where it has them
     /// (`data/papi/uncore_events.toml`): its raw config as libpfm4 encodes it.
     struct UncoreEventRow {
@@ -51,7 +51,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// A CPU model's uncore PMU families: `(start, length)` in `UNCORE_FAMILIES`.
     struct ModelRow {
         id: Str,
@@ -96,12 +96,14 @@ impl Preset {
 /// PAPI 7.0's presets in the order of their codes: preset `index` is code
 /// `0x8000_0000 | index`.
 pub fn presets() -> impl ExactSizeIterator<Item = Preset> + Clone {
-    crate::table!(Papi, PresetRow, "PRESETS").iter().map(Preset)
+    crate::table::table!(Papi, PresetRow, "PRESETS")
+        .iter()
+        .map(Preset)
 }
 
 /// Preset `index` (code `0x8000_0000 | index`), if there is one.
 pub fn preset(index: usize) -> Option<Preset> {
-    crate::table!(Papi, PresetRow, "PRESETS")
+    crate::table::table!(Papi, PresetRow, "PRESETS")
         .get(index)
         .map(Preset)
 }
@@ -206,7 +208,7 @@ impl std::fmt::Debug for PerfNative {
 
 /// Names and descriptions `PERF_PAIRS[start..start + length]`.
 fn pairs(range: (u16, u16)) -> impl ExactSizeIterator<Item = (&'static str, &'static str)> + Clone {
-    crate::table!(Papi, (Str, Str), "PERF_PAIRS")
+    crate::table::table!(Papi, (Str, Str), "PERF_PAIRS")
         .range(range)
         .iter()
         .map(|(name, description)| (name.text(), description.text()))
@@ -214,7 +216,7 @@ fn pairs(range: (u16, u16)) -> impl ExactSizeIterator<Item = (&'static str, &'st
 
 /// libpfm4's `perf::` events, in libpfm4's order.
 pub fn perf_natives() -> impl ExactSizeIterator<Item = PerfNative> + Clone {
-    crate::table!(Papi, PerfRow, "PERF_NATIVES")
+    crate::table::table!(Papi, PerfRow, "PERF_NATIVES")
         .iter()
         .map(PerfNative)
 }
@@ -222,7 +224,7 @@ pub fn perf_natives() -> impl ExactSizeIterator<Item = PerfNative> + Clone {
 /// libpfm4's perf_raw PMU's one pseudo-event (`perf_raw::r0000`), named for perf's raw
 /// syntax (`perf_raw::rc0` is config 0xc0 of `PERF_TYPE_RAW`).
 pub fn perf_raw() -> Option<PerfNative> {
-    crate::table!(Papi, PerfRow, "PERF_RAW")
+    crate::table::table!(Papi, PerfRow, "PERF_RAW")
         .get(0)
         .map(PerfNative)
 }
@@ -268,7 +270,7 @@ impl UncoreFamily {
 /// families whose names resolve by libpfm4's own encodings (`data/papi/uncore_events.toml`);
 /// none for the others, whose events are the database's.
 pub fn uncore_libpfm4_events(family: &str) -> impl Iterator<Item = (&'static str, u64)> + '_ {
-    crate::table!(Papi, UncoreEventRow, "UNCORE_EVENTS")
+    crate::table::table!(Papi, UncoreEventRow, "UNCORE_EVENTS")
         .iter()
         .filter(move |row| row.family.text() == family)
         .map(|row| (row.name.text(), row.config))
@@ -286,18 +288,18 @@ impl Eq for UncoreFamily {}
 /// The CPU models (the event database's ids) that libpfm4's uncore PMU families are listed
 /// for, in the data file's order.
 pub fn uncore_models() -> impl ExactSizeIterator<Item = &'static str> + Clone {
-    crate::table!(Papi, ModelRow, "UNCORE_MODELS")
+    crate::table::table!(Papi, ModelRow, "UNCORE_MODELS")
         .iter()
         .map(|model| model.id.text())
 }
 
 /// libpfm4's uncore PMU families of CPU model `model` (none for a model without them).
 pub fn uncore_families(model: &str) -> impl ExactSizeIterator<Item = UncoreFamily> + Clone {
-    let range = crate::table!(Papi, ModelRow, "UNCORE_MODELS")
+    let range = crate::table::table!(Papi, ModelRow, "UNCORE_MODELS")
         .iter()
         .find(|row| row.id.text() == model)
         .map_or((0, 0), |row| row.families);
-    crate::table!(Papi, FamilyRow, "UNCORE_FAMILIES")
+    crate::table::table!(Papi, FamilyRow, "UNCORE_FAMILIES")
         .range(range)
         .iter()
         .map(UncoreFamily)

@@ -17,7 +17,9 @@ use crate::encode::{encode_native, filter_bits, raw_choice, split_levels};
 use crate::error::{EventError, EventErrorKind, err};
 use crate::model::{CpuModel, EncoderKind};
 use crate::parse::{EventSpec, Modifiers, ParsedEvent, parse_event};
-use crate::{perf, select, suggest};
+use crate::perf;
+use crate::select;
+use crate::suggest;
 
 type Resolved = std::result::Result<ResolvedEvent, EventError>;
 
@@ -50,11 +52,12 @@ impl Database {
         if let Some(id) = cpu
             && self.model_id(id).is_none()
         {
-            return Err(
-                err(EventErrorKind::UnknownCpu, crate::unknown_model_message(id))
-                    .with_suggestions(suggest::nearest(id, self.ids(), 3))
-                    .with_hint("`counterhal list` shows the CPU models"),
-            );
+            return Err(err(
+                EventErrorKind::UnknownCpu,
+                crate::database::unknown_model_message(id),
+            )
+            .with_suggestions(suggest::nearest(id, self.ids(), 3))
+            .with_hint("`counterhal list` shows the CPU models"));
         }
         // A name no native event or event alias can spell resolves alike with the model and
         // without it where perf's own encoding comes first and has one (`page-faults`,
@@ -104,7 +107,7 @@ impl Database {
         let model = self.model(cpu).ok_or_else(|| {
             err(
                 EventErrorKind::UnknownCpu,
-                crate::unknown_model_message(cpu),
+                crate::database::unknown_model_message(cpu),
             )
         })?;
         self.resolve_own(Some(model), event, accepts)
@@ -566,7 +569,7 @@ impl<'a> Resolver<'a> {
         &self,
         model: &CpuModel,
         generalized: GeneralizedEvent,
-        mapping: &crate::Mapping,
+        mapping: &crate::model::Mapping,
         modifiers: &Modifiers,
     ) -> Resolved {
         let mut terms = Vec::with_capacity(mapping.terms.len());
@@ -619,8 +622,8 @@ fn nearest_event_names(database: &Database, cpu: Option<&str>, name: &str) -> Ve
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::cpu::{CpuIdentity, Vendor};
     use crate::domain::tests::{PERF, X86};
-    use crate::{CpuIdentity, Vendor};
     use counterhal_hal::{CounterSet, Domain, Evtsel, Preset};
 
     #[test]
@@ -634,7 +637,7 @@ pub(crate) mod tests {
             }
             db.resolve(Some("spr"), "cycles", &PERF).unwrap();
             assert_eq!(crate::expression::parses_on_this_thread(), 0);
-            assert_eq!(crate::shipped_metrics_lookups_on_this_thread(), 0);
+            assert_eq!(crate::metrics::shipped_metrics_lookups_on_this_thread(), 0);
         })
         .join()
         .unwrap();
@@ -733,7 +736,7 @@ pub(crate) mod tests {
         for model in db.models() {
             for name in ["instructions", "branches"] {
                 // The kernel's arm_pmuv3 driver maps no `branches` (armv8_pmuv3_perf_map).
-                if model.encoder == crate::EncoderKind::Armv8 && name == "branches" {
+                if model.encoder == crate::model::EncoderKind::Armv8 && name == "branches" {
                     continue;
                 }
                 assert!(
@@ -775,7 +778,7 @@ pub(crate) mod tests {
         assert_eq!(family("skl", "cycles", &X86).unwrap(), Family::Evtsel);
         assert_eq!(
             family("p5", "cycles:u", &X86).unwrap_err().kind(),
-            crate::EventErrorKind::Unsupported.error_kind()
+            crate::error::EventErrorKind::Unsupported.error_kind()
         );
         assert_eq!(family("p5", "DATA_READ", &X86).unwrap(), Family::P5Cesr);
         let p5_on_perf = db

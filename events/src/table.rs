@@ -23,7 +23,7 @@
 //! [`Str`]: its offset and length in the pool, packed in 32 bits.
 //!
 //! A row is a fixed number of bytes, its fields end to end with no padding, in the order its
-//! type declares them ([`row!`](crate::row)): a table is read by index, a range of it by
+//! type declares them ([`row!`](crate::table::row!)): a table is read by index, a range of it by
 //! `(start, length)`, a sorted one by binary search. The tables are lists of rows that other
 //! rows name by index (the models' events, their unit masks, the metrics' formula nodes), each
 //! row once however many rows name it.
@@ -53,8 +53,6 @@ pub(crate) trait Part:
 /// Section `$name` of part `$part` as a [`Table`], found in the part's directory at its first
 /// use and then kept (a lookup by name compares every section's name: the tables' readers ask
 /// for a section per row they read).
-#[macro_export]
-#[doc(hidden)]
 macro_rules! table {
     ($part:ty, $row:ty, $name:literal) => {{
         static ROWS: std::sync::OnceLock<&'static [u8]> = std::sync::OnceLock::new();
@@ -65,6 +63,7 @@ macro_rules! table {
         $crate::table::Table::kept::<$part>(&ROWS, $name)
     }};
 }
+pub(crate) use table;
 
 macro_rules! parts {
     ($($(#[$meta:meta])* $part:ident $name:literal $static:ident if $cfg:meta;)*) => {$(
@@ -250,8 +249,6 @@ macro_rules! tuple_fields {
 tuple_fields!((A 0, B 1) (A 0, B 1, C 2) (A 0, B 1, C 2, D 3));
 
 /// A row type: a struct whose fields are [`Field`]s, read and written in the order declared.
-#[macro_export]
-#[doc(hidden)]
 macro_rules! row {
     ($(#[$meta:meta])* struct $name:ident {
         $($(#[$field_meta:meta])* $field:ident: $ty:ty),* $(,)?
@@ -274,6 +271,7 @@ macro_rules! row {
         }
     };
 }
+pub(crate) use row;
 
 /// A string of part `P`'s pool: its offset and length, packed (the length in the low
 /// [`LENGTH_BITS`]). `Str::new(0)` is the empty string.
@@ -400,7 +398,7 @@ impl<T> Copy for Table<T> {}
 
 impl<T: Field> Table<T> {
     /// Section `name` of part `P` (empty where it is missing or its rows are not `T`'s
-    /// size), found at the first call and kept in `rows` ([`table!`](crate::table!)).
+    /// size), found at the first call and kept in `rows` ([`table!`](crate::table::table!)).
     pub(crate) fn kept<P: Part>(
         rows: &'static std::sync::OnceLock<&'static [u8]>,
         name: &str,

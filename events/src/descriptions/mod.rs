@@ -74,7 +74,9 @@ impl Database {
             )
         };
         let Some(found) = self.model(model) else {
-            return Err(Error::invalid_input(crate::unknown_model_message(model)));
+            return Err(Error::invalid_input(
+                crate::database::unknown_model_message(model),
+            ));
         };
         let id = found.id.clone();
         let unit = found.hybrid.map(|h| format!("cpu_{}", h.type_name()));
@@ -212,7 +214,7 @@ fn perfmon_files(database: &Database, dir: &Path, id: &str, mapfile: &str) -> Ve
             None => vec![signature.to_string()],
         };
         let detects = signatures.iter().any(|s| {
-            crate::CpuIdentity::from_signature(s).is_some_and(|cpu| match model.hybrid {
+            crate::cpu::CpuIdentity::from_signature(s).is_some_and(|cpu| match model.hybrid {
                 // Each core type's table of a hybrid chip is one of its candidates.
                 Some(_) => database.candidates(&cpu).any(|m| m.id == model.id),
                 None => database.detect(&cpu).is_some_and(|m| m.id == model.id),

@@ -17,8 +17,8 @@
 //!   model's dotted names (Intel's `EVENT.UMASK`, perf's lower-case aliases), or, on a model
 //!   generated from Intel's tables, an event of Intel's table that has no unit masks
 //!   (`BOGUS_BR`). Those keep the model's meaning; where libpfm4 encodes the same string
-//!   otherwise, [`Database::libpfm4_difference`](crate::Database::libpfm4_difference) says so
-//!   (and `counterhal list` and `encode` print it);
+//!   otherwise, [`Database::libpfm4_difference`](crate::database::Database::libpfm4_difference)
+//!   says so (and `counterhal list` and `encode` print it);
 //! - everything else (perf's generalized names, presets, raw codes, `cpu/.../`, names only
 //!   the model has) resolves as before.
 //!

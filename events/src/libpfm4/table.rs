@@ -61,7 +61,7 @@ pub(crate) const AMD_MODIFIERS: [&str; 7] = ["k", "u", "e", "i", "c", "h", "g"];
 /// libpfm4's other names of a PMU's table: `amd64_fam17h` is its deprecated name of Zen 1.
 const OTHER_NAMES: [(&str, &str); 1] = [("amd64_fam17h", "amd64_fam17h_zen1")];
 
-crate::row! {
+crate::table::row! {
     /// One libpfm4 PMU's table.
     struct Pmu {
         name: Str,
@@ -76,7 +76,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One event; its code is an index of `VALUES`, its attributes of `EVENT_ATTRS`, its
     /// equivalence of `EQUIVS`.
     struct Event {
@@ -89,7 +89,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// What many events share: counters (an index of `VALUES`), modifiers, flags and groups.
     struct EventAttrs {
         cntmsk: u16,
@@ -100,7 +100,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One unit mask; its code is an index of `VALUES`, its attributes of `UMASK_ATTRS`, its
     /// equivalence of `EQUIVS`.
     struct Umask {
@@ -112,7 +112,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// What many unit masks share: counters (an index of `VALUES`), group and modifiers.
     struct UmaskAttrs {
         cntmsk: u16,
@@ -126,7 +126,7 @@ crate::row! {
 /// `x86-models` feature: they route event strings to x86 models only).
 fn pmus() -> Table<Pmu> {
     if cfg!(feature = "x86-models") {
-        crate::table!(Models, "LIBPFM4_PMUS")
+        crate::table::table!(Models, "LIBPFM4_PMUS")
     } else {
         Table::empty()
     }
@@ -134,7 +134,7 @@ fn pmus() -> Table<Pmu> {
 
 /// Equivalence `index` of `EQUIVS`; 0, the empty string, is none (no file gives an empty one).
 fn equiv(index: u16) -> Option<&'static str> {
-    let text = crate::table!(Models, Str, "LIBPFM4_EQUIVS")
+    let text = crate::table::table!(Models, Str, "LIBPFM4_EQUIVS")
         .get(usize::from(index))
         .map(|s| s.text());
     text.filter(|e| !e.is_empty())
@@ -142,7 +142,7 @@ fn equiv(index: u16) -> Option<&'static str> {
 
 /// Value `index` of `VALUES` (the build wrote every index the records name).
 fn value(index: u16) -> u64 {
-    crate::table!(Models, u64, "LIBPFM4_VALUES")
+    crate::table::table!(Models, u64, "LIBPFM4_VALUES")
         .get(usize::from(index))
         .unwrap_or_default()
 }
@@ -185,8 +185,8 @@ impl Pmu {
 
     /// The events, in libpfm4's order.
     pub fn events(&self) -> impl ExactSizeIterator<Item = Event> + Clone {
-        let events = crate::table!(Models, Event, "LIBPFM4_EVENTS");
-        crate::table!(Models, u16, "LIBPFM4_EVENT_LISTS")
+        let events = crate::table::table!(Models, Event, "LIBPFM4_EVENTS");
+        crate::table::table!(Models, u16, "LIBPFM4_EVENT_LISTS")
             .range(self.events)
             .iter()
             .map(move |i| events.get(usize::from(i)).unwrap_or(NO_EVENT))
@@ -211,7 +211,7 @@ impl Event {
 
     /// Its unit masks, in libpfm4's order.
     pub fn umasks(&self) -> Table<Umask> {
-        crate::table!(Models, Umask, "LIBPFM4_UMASKS").range(self.umasks)
+        crate::table::table!(Models, Umask, "LIBPFM4_UMASKS").range(self.umasks)
     }
 
     /// Unit mask `index` of [`Event::umasks`] (every index the resolver gives is one).
@@ -225,7 +225,7 @@ impl Event {
     }
 
     fn attrs(&self) -> EventAttrs {
-        crate::table!(Models, "LIBPFM4_EVENT_ATTRS")
+        crate::table::table!(Models, "LIBPFM4_EVENT_ATTRS")
             .get(usize::from(self.attrs))
             .unwrap_or(NO_EVENT_ATTRS)
     }
@@ -279,7 +279,7 @@ impl Umask {
     }
 
     fn attrs(&self) -> UmaskAttrs {
-        crate::table!(Models, "LIBPFM4_UMASK_ATTRS")
+        crate::table::table!(Models, "LIBPFM4_UMASK_ATTRS")
             .get(usize::from(self.attrs))
             .unwrap_or(NO_UMASK_ATTRS)
     }

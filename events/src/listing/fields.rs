@@ -8,7 +8,8 @@
 
 use std::fmt::Write as _;
 
-use crate::{CpuModel, Database, NativeEvent, UnitMask};
+use crate::database::Database;
+use crate::model::{CpuModel, NativeEvent, UnitMask};
 use counterhal_hal::{Accepts, CounterSet, Domain, Encoding, Family};
 
 /// The fields `name` (a native event of `model`, or `EVENT.UNIT_MASK`) resolves to as typed

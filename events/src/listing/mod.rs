@@ -5,7 +5,8 @@
 
 pub mod fields;
 
-use crate::{CpuModel, Database, NativeEvent, UnitMask};
+use crate::database::Database;
+use crate::model::{CpuModel, NativeEvent, UnitMask};
 use counterhal_hal::BackendExt;
 use counterhal_hal::{
     Backend, BackendTarget, Countable, GeneralizedEvent, ResolvedEvent, Sign, countable_form,

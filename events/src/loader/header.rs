@@ -5,8 +5,8 @@ use toml::Spanned;
 
 use super::schema::{HybridDoc, MatchDoc, PmuDoc};
 use super::source::{Source, number, number_set};
+use crate::cpu::{HybridCore, Vendor};
 use crate::model::{MatchRule, NumberSet, PmuDescription};
-use crate::{HybridCore, Vendor};
 
 pub(super) fn pmu_description(source: &Source<'_>, doc: &PmuDoc) -> Result<PmuDescription, Error> {
     let general_counters = number(source, &doc.general_counters, "general_counters", 32)?;

@@ -10,7 +10,7 @@ mod source;
 
 use counterhal_hal::Error;
 
-use crate::HybridCore;
+use crate::cpu::HybridCore;
 use crate::fast_map::{FastMap, FastSet};
 use crate::limits::{MAX_EVENT_ALIASES, MAX_FILE_ENTRIES, MAX_FILE_MODELS, check_tokens};
 use crate::model::{CpuModel, EncoderKind, PmuDescription};

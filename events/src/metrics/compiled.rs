@@ -114,7 +114,7 @@ impl Field for Op {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One metric: its name, unit (an index of `UNITS`), groups
     /// (`GROUPS[start..start + length]`), its formula's root node, its scale (an index of
     /// `NUMBERS`) and its threshold formula's root node ([`NO_THRESHOLD`] for none).
@@ -128,7 +128,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One model's table: its id, its events' other names (`EVENTS[..]`), its metrics
     /// (`METRICS[..]`), the names perf's releases give them (`METRIC_ALIASES[..]`: alias,
     /// metric as its index among the table's, release as an index of `RELEASES`, sorted by
@@ -153,7 +153,7 @@ pub(crate) fn models() -> impl ExactSizeIterator<Item = &'static str> + Clone {
 }
 
 fn tables() -> Table<MetricsTable> {
-    crate::table!(Metrics, "METRICS_TABLES")
+    crate::table::table!(Metrics, "METRICS_TABLES")
 }
 
 /// Model `model`'s index in [`models`], and its id as the table holds it.
@@ -172,7 +172,7 @@ fn find(model: &str) -> Option<MetricsTable> {
 
 /// Number `index` of `NUMBERS` (the build wrote every index the rows name).
 fn number(index: u16) -> f64 {
-    crate::table!(Metrics, f64, "NUMBERS")
+    crate::table::table!(Metrics, f64, "NUMBERS")
         .get(usize::from(index))
         .unwrap_or(f64::NAN)
 }
@@ -198,15 +198,15 @@ pub(super) struct ShippedMetric {
 /// The shipped table of model `model`, if it has one.
 pub(super) fn table(model: &str) -> Option<Shipped> {
     let table = find(model)?;
-    let groups = crate::table!(Metrics, Str, "GROUPS");
-    let units = crate::table!(Metrics, Str, "UNITS");
+    let groups = crate::table::table!(Metrics, Str, "GROUPS");
+    let units = crate::table::table!(Metrics, Str, "UNITS");
     Some(Shipped {
-        events: crate::table!(Metrics, (Str, Str), "METRIC_EVENTS")
+        events: crate::table::table!(Metrics, (Str, Str), "METRIC_EVENTS")
             .range(table.events)
             .iter()
             .map(|(alias, event)| (Cow::Borrowed(alias.text()), Cow::Borrowed(event.text())))
             .collect(),
-        metrics: crate::table!(Metrics, Entry, "METRICS")
+        metrics: crate::table::table!(Metrics, Entry, "METRICS")
             .range(table.metrics)
             .iter()
             .map(|entry| ShippedMetric {
@@ -222,7 +222,7 @@ pub(super) fn table(model: &str) -> Option<Shipped> {
                 threshold: (entry.threshold != NO_THRESHOLD).then_some(u32::from(entry.threshold)),
             })
             .collect(),
-        latencies: crate::table!(Metrics, (Str, u16), "RETIRE_LATENCIES")
+        latencies: crate::table::table!(Metrics, (Str, u16), "RETIRE_LATENCIES")
             .range(table.latencies)
             .iter()
             .map(|(event, latency)| (Cow::Borrowed(event.text()), number(latency)))
@@ -236,10 +236,10 @@ pub(super) fn aliases(model: &str) -> Vec<(&'static str, &'static str, &'static 
     let Some(table) = find(model) else {
         return Vec::new();
     };
-    let metrics = crate::table!(Metrics, Entry, "METRICS").range(table.metrics);
-    let releases = crate::table!(Metrics, Str, "RELEASES");
+    let metrics = crate::table::table!(Metrics, Entry, "METRICS").range(table.metrics);
+    let releases = crate::table::table!(Metrics, Str, "RELEASES");
     let text = |s: Option<Str>| s.map_or("", Str::text);
-    crate::table!(Metrics, (Str, u16, u8), "METRIC_ALIASES")
+    crate::table::table!(Metrics, (Str, u16, u8), "METRIC_ALIASES")
         .range(table.aliases)
         .iter()
         .map(|(alias, metric, release)| {
@@ -258,7 +258,7 @@ pub(super) fn aliases(model: &str) -> Vec<(&'static str, &'static str, &'static 
 /// ([`MAX_DEPTH`](crate::expression::MAX_DEPTH)), so this recursion is bounded too.
 pub(super) fn formula(id: u32) -> Expr {
     let node = |id: u16| Box::new(formula(u32::from(id)));
-    let Some(n) = crate::table!(Metrics, Node, "NODES").get(id as usize) else {
+    let Some(n) = crate::table::table!(Metrics, Node, "NODES").get(id as usize) else {
         // Node indices are the build's own; none is out of range (a test reads every formula).
         return Expr::Number(f64::NAN);
     };
@@ -268,7 +268,7 @@ pub(super) fn formula(id: u32) -> Expr {
         Negate(inner) => Expr::Negate(node(inner)),
         Chain(first, start, length) => Expr::Chain {
             first: node(first),
-            rest: crate::table!(Metrics, (Op, u16), "LINKS")
+            rest: crate::table::table!(Metrics, (Op, u16), "LINKS")
                 .range((start, length))
                 .iter()
                 .map(|(op, operand)| (op, formula(u32::from(operand))))
@@ -288,5 +288,5 @@ pub(super) fn formula(id: u32) -> Expr {
 /// How many nodes the shipped formulas have (each shared subexpression once).
 #[cfg(test)]
 pub(super) fn node_count() -> usize {
-    crate::table!(Metrics, Node, "NODES").len()
+    crate::table::table!(Metrics, Node, "NODES").len()
 }

@@ -37,7 +37,7 @@ pub fn shipped_metric_models() -> Vec<&'static str> {
         return Vec::new();
     }
     compiled::models()
-        .filter(|model| crate::left_out_model(model).is_none())
+        .filter(|model| crate::database::left_out_model(model).is_none())
         .collect()
 }
 
@@ -336,9 +336,9 @@ pub fn shipped_metrics_lookups_on_this_thread() -> u64 {
 /// `metrics` feature, or for a model this build leaves out, naming the feature.
 pub fn shipped_metrics(id: &str) -> Result<Option<&'static MetricTable>> {
     LOOKUPS.with(|count| count.set(count.get() + 1));
-    if crate::left_out_model(id).is_some() {
+    if crate::database::left_out_model(id).is_some() {
         return Err(counterhal_hal::Error::unsupported(
-            crate::unknown_model_message(id),
+            crate::database::unknown_model_message(id),
         ));
     }
     if !crate::built::METRICS_BUILT {

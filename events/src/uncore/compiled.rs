@@ -7,7 +7,7 @@ use crate::table::{Models, Table};
 /// A string of this module's part of the shipped tables.
 type Str = crate::table::Str<Models>;
 
-crate::row! {
+crate::table::row! {
     /// One event: its name's parts before its first `.` and from it on (`UNCORE_BASES`,
     /// `UNCORE_SUFFIXES`), its event code ([`NO_CODE`]: none) and the rest of its terms
     /// (`UNCORE_TERMS`), its PMU (`UNCORE_PMUS`), its scale (`UNCORE_SCALES`, 0: none) with
@@ -22,7 +22,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::table::row! {
     /// One model's table: its id and its events, a range of `UNCORE_RUNS` (each a range of
     /// `UNCORE_ROWS`).
     struct UncoreTable {
@@ -50,7 +50,7 @@ pub fn shipped_uncore_models() -> Vec<&'static str> {
 
 fn tables() -> Table<UncoreTable> {
     if cfg!(feature = "x86-models") {
-        crate::table!(Models, "UNCORE_TABLES")
+        crate::table::table!(Models, "UNCORE_TABLES")
     } else {
         Table::empty()
     }
@@ -64,8 +64,11 @@ impl Event {
     /// Its name's part before its first `.`, and the part from the `.` on (empty: no `.`).
     pub(super) fn name_parts(self) -> (&'static str, &'static str) {
         (
-            text(crate::table!(Models, "UNCORE_BASES"), self.0.base),
-            text(crate::table!(Models, "UNCORE_SUFFIXES"), self.0.suffix),
+            text(crate::table::table!(Models, "UNCORE_BASES"), self.0.base),
+            text(
+                crate::table::table!(Models, "UNCORE_SUFFIXES"),
+                self.0.suffix,
+            ),
         )
     }
 
@@ -89,12 +92,15 @@ impl Event {
 
     /// perf's PMU for it.
     pub(super) fn pmu(self) -> &'static str {
-        text(crate::table!(Models, "UNCORE_PMUS"), u16::from(self.0.pmu))
+        text(
+            crate::table::table!(Models, "UNCORE_PMUS"),
+            u16::from(self.0.pmu),
+        )
     }
 
     /// Its terms, as perf's generator wrote them.
     pub(super) fn terms(self) -> String {
-        let rest = text(crate::table!(Models, "UNCORE_TERMS"), self.0.rest);
+        let rest = text(crate::table::table!(Models, "UNCORE_TERMS"), self.0.rest);
         match (self.0.code, rest) {
             (NO_CODE, rest) => rest.to_string(),
             (code, "") => format!("event={}", llx(code)),
@@ -106,7 +112,7 @@ impl Event {
     pub(super) fn scale(self) -> Option<(f64, &'static str)> {
         match self.0.scale & !DEPRECATED {
             0 => None,
-            index => crate::table!(Models, (f64, Str), "UNCORE_SCALES")
+            index => crate::table::table!(Models, (f64, Str), "UNCORE_SCALES")
                 .get(usize::from(index))
                 .map(|(scale, unit)| (scale, unit.text())),
         }
@@ -136,9 +142,9 @@ pub(super) fn events(model: &str) -> impl Iterator<Item = Event> {
         .ok()
         .and_then(|index| tables.get(index))
         .map_or(Table::empty(), |table| {
-            crate::table!(Models, (u16, u16), "UNCORE_RUNS").range(table.runs)
+            crate::table::table!(Models, (u16, u16), "UNCORE_RUNS").range(table.runs)
         });
-    let rows = crate::table!(Models, Row, "UNCORE_ROWS");
+    let rows = crate::table::table!(Models, Row, "UNCORE_ROWS");
     runs.iter()
         .flat_map(move |run| rows.range(run).iter().map(Event))
 }
@@ -148,7 +154,7 @@ pub(super) fn events(model: &str) -> impl Iterator<Item = Event> {
 #[cfg(all(test, feature = "x86-models"))]
 pub(super) fn row_and_run_counts() -> (usize, usize) {
     (
-        crate::table!(Models, Row, "UNCORE_ROWS").len(),
-        crate::table!(Models, (u16, u16), "UNCORE_RUNS").len(),
+        crate::table::table!(Models, Row, "UNCORE_ROWS").len(),
+        crate::table::table!(Models, (u16, u16), "UNCORE_RUNS").len(),
     )
 }

@@ -12,7 +12,7 @@ pub(crate) mod file;
 
 pub use compiled::shipped_uncore_models;
 
-use crate::Database;
+use crate::database::Database;
 
 /// One uncore event of a CPU model: the PMU perf sends it to and the terms perf builds for it
 /// (the kernel's perf JSON, through perf's `jevents.py`), with the scale and unit of its count.

@@ -334,7 +334,7 @@ pub(crate) fn index(models: &[CpuModel], tables: &mut Tables<Catalog>) {
         for rule in model.match_rules() {
             let vendor = rule.vendor.name();
             assert_eq!(
-                crate::Vendor::from_cpuid(vendor),
+                crate::cpu::Vendor::from_cpuid(vendor),
                 rule.vendor,
                 "model `{}`: vendor `{vendor}` does not name itself back",
                 model.id
