@@ -190,7 +190,7 @@ fn the_backend_trait_has_five_required_methods_at_most() {
 
 /// Oracle: every `impl Backend for` of the workspace. A backend's methods are forwarded to
 /// another backend in two places, each written once for every case: the object-safe mirror
-/// (`hal/src/dynamic.rs`, a `dyn DynBackend`) and `OpensThrough` (`hal/src/extensions.rs`, a
+/// (`hal/src/dynamic.rs`, a `dyn DynBackend`) and `OpensThrough` (`hal/src/conveniences.rs`, a
 /// box, the facade's `Chosen` and its other wrappers). Any other implementation is a
 /// backend's own: its `name` is its own, not another's.
 #[test]
@@ -198,7 +198,7 @@ fn no_backend_is_forwarded_by_hand() {
     let mut found = Vec::new();
     for file in rust_files(root()) {
         let path = relative(&file);
-        if path == "hal/src/dynamic.rs" || path == "hal/src/extensions.rs" {
+        if path == "hal/src/dynamic.rs" || path == "hal/src/conveniences.rs" {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap();

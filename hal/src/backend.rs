@@ -1,37 +1,13 @@
 //! The traits a backend implements: [`Backend`] opens groups, [`Group`] counts.
 
-use std::fmt;
-
-use crate::{
-    Accepts, BackendTarget, Capabilities, Domain, Encoding, Error, ErrorKind, EventRequest,
-    Extensions, Reading, ResolvedEvent, Result,
-};
-
-/// Whether a backend talks to the real device or to a model of it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DeviceKind {
-    /// The OS interface itself.
-    Real,
-    /// A model of the device written from its documented behaviour (for testing where the
-    /// device is absent). Reports always say so.
-    Model,
-}
-
-impl DeviceKind {
-    /// `real` or `model`.
-    pub fn name(self) -> &'static str {
-        match self {
-            DeviceKind::Real => "real",
-            DeviceKind::Model => "model",
-        }
-    }
-}
-
-impl fmt::Display for DeviceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::capabilities::Capabilities;
+use crate::domain::Domain;
+use crate::encoding::{Accepts, Encoding, EventRequest};
+use crate::error::{Error, ErrorKind, Result};
+use crate::extensions::Extensions;
+use crate::reading::Reading;
+use crate::resolved::ResolvedEvent;
+use crate::target::BackendTarget;
 
 /// How the events of one [`Backend::open`] call are scheduled.
 #[non_exhaustive]
@@ -431,7 +407,7 @@ pub fn check_family(backend: &str, accepts: &Accepts, request: &EventRequest) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Evtsel, Family};
+    use crate::encoding::{Evtsel, Family};
 
     fn request(domain: Domain) -> EventRequest {
         let mut evtsel = Evtsel::new(0xc0, 0);

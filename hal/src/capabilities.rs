@@ -1,7 +1,37 @@
 //! What a backend can do, as data: [`Capabilities`], with whose activity it counts
 //! ([`Scope`]) and which targets it takes ([`TargetSupport`]).
 
-use crate::{Accepts, BackendTarget, DeviceKind, Domain, Family};
+use std::fmt;
+
+use crate::domain::Domain;
+use crate::encoding::{Accepts, Family};
+use crate::target::BackendTarget;
+
+/// Whether a backend talks to the real device or to a model of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    /// The OS interface itself.
+    Real,
+    /// A model of the device written from its documented behaviour (for testing where the
+    /// device is absent). Reports always say so.
+    Model,
+}
+
+impl DeviceKind {
+    /// `real` or `model`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Real => "real",
+            DeviceKind::Model => "model",
+        }
+    }
+}
+
+impl fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Whose activity a backend's counts cover.
 #[non_exhaustive]
@@ -92,8 +122,9 @@ pub struct Capabilities {
     /// limit (Linux: 1,022, as the kernel reads a group in at most 16 KiB); `None` when only
     /// the counters limit it.
     max_group_events: Option<u32>,
-    /// Whether it can sample ([`Sampler`](crate::Sampler)): record where events happen into a
-    /// ring. `false`: its samplers are [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
+    /// Whether it can sample ([`Sampler`](crate::Sampler)): record where events happen
+    /// into a ring. `false`: its samplers are
+    /// [`ErrorKind::Unsupported`](crate::error::ErrorKind::Unsupported).
     sampling: bool,
     /// Whether it opens the PMUs the OS lists in sysfs by perf's syntax (`pmu/terms/`, an
     /// uncore PMU's boxes, breakpoints `mem:ADDR`), so that a face reads their tree
@@ -263,8 +294,9 @@ impl Capabilities {
         self
     }
 
-    /// Whether it can sample ([`Sampler`](crate::Sampler)): record where events happen into a
-    /// ring. `false`: its samplers are [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
+    /// Whether it can sample ([`Sampler`](crate::Sampler)): record where events happen
+    /// into a ring. `false`: its samplers are
+    /// [`ErrorKind::Unsupported`](crate::error::ErrorKind::Unsupported).
     pub fn sampling(&self) -> bool {
         self.sampling
     }

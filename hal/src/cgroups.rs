@@ -12,7 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Error, EventRequest, Reading, Result};
+use crate::encoding::EventRequest;
+use crate::error::{Error, Result};
+use crate::reading::Reading;
 
 /// Which mode to count in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -82,7 +84,7 @@ pub struct CgroupCounterOptions {
     /// The most cgroups the BPF mode follows at once (1024 unless set): each takes 24 bytes
     /// per event per possible CPU in the program's map, all allocated when the counter
     /// opens. Following one more is refused
-    /// ([`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached)).
+    /// ([`ErrorKind::LimitReached`](crate::error::ErrorKind::LimitReached)).
     pub capacity: u32,
     /// The events counted as one group each (indices into the events, the leader first):
     /// scheduled onto the PMU together, so that they share their times enabled and running,
@@ -183,20 +185,20 @@ pub trait CgroupCounter {
     /// same path), the new one is followed in its place, its counts from zero.
     ///
     /// # Errors
-    /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) for a directory that does not
-    /// exist; [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) in the BPF mode for
-    /// one outside the cgroup v2 mount or deeper than it counts
+    /// [`ErrorKind::NotFound`](crate::error::ErrorKind::NotFound) for a directory that does not
+    /// exist; [`ErrorKind::InvalidInput`](crate::error::ErrorKind::InvalidInput) in the BPF mode
+    /// for one outside the cgroup v2 mount or deeper than it counts
     /// ([`CgroupCounter::deepest_level`]);
-    /// [`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached) in the BPF mode where
+    /// [`ErrorKind::LimitReached`](crate::error::ErrorKind::LimitReached) in the BPF mode where
     /// [`CgroupCounterOptions::capacity`] cgroups are followed; in the perf-event mode, as
     /// [`Backend::open`](crate::Backend::open) on a
-    /// [`BackendTarget::Cgroup`](crate::BackendTarget::Cgroup), where none of the events
-    /// opens for the cgroup or the cgroup itself is refused. An event that alone does not open
-    /// for it ([`ErrorKind::NoCounterAvailable`](crate::ErrorKind::NoCounterAvailable), or
-    /// [`ErrorKind::InvalidEvent`](crate::ErrorKind::InvalidEvent): the kernel refusing it
+    /// [`BackendTarget::Cgroup`](crate::target::BackendTarget::Cgroup), where none of the events
+    /// opens for the cgroup or the cgroup itself is refused. An event that alone does not open for
+    /// it ([`ErrorKind::NoCounterAvailable`](crate::error::ErrorKind::NoCounterAvailable), or
+    /// [`ErrorKind::InvalidEvent`](crate::error::ErrorKind::InvalidEvent): the kernel refusing it
     /// there) is no error: it is left out on the CPUs where it does not
-    /// ([`CgroupCounts::left_out`]) and the others count. A group that does not open so
-    /// counts its events alone for that cgroup, as perf's weak groups (`{a,b}:W`) do.
+    /// ([`CgroupCounts::left_out`]) and the others count. A group that does not open so counts its
+    /// events alone for that cgroup, as perf's weak groups (`{a,b}:W`) do.
     fn follow(&mut self, cgroup: &Path) -> Result<()>;
 
     /// Stops reading `cgroup` and lets its counters go (the BPF mode forgets its sums).
@@ -251,8 +253,8 @@ pub trait CgroupCounter {
     /// [`forget_unseen`](CgroupCounter::forget_unseen) lets go those no look saw.
     ///
     /// # Errors
-    /// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound) where `parent` cannot be read;
-    /// [`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached) where as many parents
+    /// [`ErrorKind::NotFound`](crate::error::ErrorKind::NotFound) where `parent` cannot be read;
+    /// [`ErrorKind::LimitReached`](crate::error::ErrorKind::LimitReached) where as many parents
     /// adopt as the counter's capacity.
     fn adopt_children(&mut self, _parent: &Path, _levels: u8) -> Result<bool> {
         Ok(false)
@@ -304,8 +306,8 @@ pub trait CgroupCapability {
     /// # Errors
     /// As [`Backend::open`](crate::Backend::open) for the events; under
     /// [`CgroupModeChoice::Bpf`], why the BPF mode cannot count here:
-    /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) without the
-    /// privileges, [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) for a kernel
+    /// [`ErrorKind::PermissionDenied`](crate::error::ErrorKind::PermissionDenied) without the
+    /// privileges, [`ErrorKind::Unsupported`](crate::error::ErrorKind::Unsupported) for a kernel
     /// without it.
     fn open_cgroup_counter(
         &self,

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A set of CPU numbers, kept as sorted, disjoint, inclusive ranges: the format of
 /// `/sys/devices/system/cpu/online`, a PMU's `cpus` file and perf's `-C`.
@@ -142,7 +142,7 @@ impl CpuList {
     /// ```
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput): a text that does not
+    /// [`ErrorKind::InvalidInput`](crate::error::ErrorKind::InvalidInput): a text that does not
     /// parse (as [`FromStr`] says), an empty list, or one naming CPUs not in `existing`
     /// (the message names them and the CPUs that exist).
     pub fn parse_within(text: &str, existing: &CpuList) -> Result<CpuList> {
@@ -174,7 +174,7 @@ impl CpuList {
     /// ```
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an empty list, or one
+    /// [`ErrorKind::InvalidInput`](crate::error::ErrorKind::InvalidInput) for an empty list, or one
     /// naming CPUs not in `existing` (the message names them and the CPUs that exist).
     pub fn check_within(&self, existing: &CpuList) -> Result<()> {
         if self.is_empty() {
@@ -205,8 +205,8 @@ impl FromStr for CpuList {
     /// newline (as sysfs files end) are allowed; an empty text is the empty list.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) naming the item that is not
-    /// a number or a range, or a range that runs backwards.
+    /// [`ErrorKind::InvalidInput`](crate::error::ErrorKind::InvalidInput) naming the item that is
+    /// not a number or a range, or a range that runs backwards.
     fn from_str(text: &str) -> Result<CpuList> {
         let text = text.trim();
         if text.is_empty() {
@@ -262,7 +262,7 @@ impl fmt::Display for CpuList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     fn parse(text: &str) -> CpuList {
         text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))

@@ -2,10 +2,14 @@
 //! [`Backend`] for `dyn` backends (and so for boxed ones, [`OpensThrough`]), whose groups
 //! come as [`BoxedGroup`]s.
 
-use crate::{
-    Backend, BackendTarget, Capabilities, EventRequest, Extensions, Group, OpenOptions,
-    OpensThrough, ResolvedEvent, Result,
-};
+use crate::backend::{Backend, Group, OpenOptions};
+use crate::capabilities::Capabilities;
+use crate::conveniences::OpensThrough;
+use crate::encoding::EventRequest;
+use crate::error::Result;
+use crate::extensions::Extensions;
+use crate::resolved::ResolvedEvent;
+use crate::target::BackendTarget;
 
 /// A [`Group`] behind a pointer, for code that picks a backend at run time. It can move to
 /// another thread (every backend's group can), e.g. to be read by a sampling thread, and be

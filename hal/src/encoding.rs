@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::Domain;
+use crate::domain::Domain;
 
 mod perf_metrics;
 

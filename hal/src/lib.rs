@@ -37,11 +37,13 @@
 mod backend;
 mod capabilities;
 mod cgroups;
+mod conveniences;
 mod cpus;
 mod domain;
 mod dynamic;
 mod encoding;
 mod error;
+mod event_set;
 mod extensions;
 mod generalized;
 mod reading;
@@ -52,13 +54,14 @@ mod shared;
 mod target;
 
 pub use backend::{
-    Backend, CountsThrough, DeviceKind, Group, OpenOptions, SharedRead, check_buffer, check_family,
+    Backend, CountsThrough, Group, OpenOptions, SharedRead, check_buffer, check_family,
 };
-pub use capabilities::{Capabilities, Scope, TargetSupport};
+pub use capabilities::{Capabilities, DeviceKind, Scope, TargetSupport};
 pub use cgroups::{
     BoxedCgroupCounter, CgroupCapability, CgroupCounter, CgroupCounterOptions, CgroupCounts,
     CgroupMode, CgroupModeChoice, EventLeftOut, ProgramSkips,
 };
+pub use conveniences::{BackendExt, OpensThrough};
 pub use cpus::CpuList;
 pub use domain::Domain;
 pub use dynamic::{BoxedGroup, DynBackend};
@@ -67,19 +70,15 @@ pub use encoding::{
     PerfAttr,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use extensions::{
-    BackendExt, EventListing, Extensions, OpensThrough, PmuBox, PmuEvent, PmuTopology,
-};
+pub use event_set::{Countable, EventSet, countable_form, open_set, user_space_note};
+pub use extensions::{EventListing, Extensions, PmuBox, PmuEvent, PmuTopology};
 pub use generalized::{
     CacheEvent, CacheLevel, CacheOp, CacheResult, GeneralizedEvent, HardwareEvent, Preset,
     SoftwareEvent,
 };
 pub use reading::Reading;
 pub use registration::{BoxedBackend, Given, Registration, left_out, left_out_model};
-pub use resolved::{
-    Countable, EventSet, ResolvedEvent, Sign, Term, Unit, countable_form, open_set, sum_readings,
-    user_space_note,
-};
+pub use resolved::{ResolvedEvent, Sign, Term, Unit, sum_readings};
 pub use sampling::{
     BoxedSampler, Overflow, OverflowCallback, Rate, Record, Sample, SampleFields, SampleOptions,
     Sampler, SamplingCapability, Wakeup, Walked,

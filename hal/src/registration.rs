@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use counterhal_system::System;
 
-use crate::{DynBackend, Result};
+use crate::dynamic::DynBackend;
+use crate::error::Result;
 
 /// A backend made at run time, boxed (what a [`Registration`] makes).
 pub type BoxedBackend = Box<dyn DynBackend + Send + Sync>;
@@ -63,15 +64,15 @@ impl<Db> Given<'_, Db> {
 /// this build: the backend's device is another system's, and the build leaves out its model.
 ///
 /// # Errors
-/// Always [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported), naming the feature that
+/// Always [`ErrorKind::Unsupported`](crate::error::ErrorKind::Unsupported), naming the feature that
 /// brings the model.
 pub fn left_out<Db>(_: &Given<'_, Db>) -> Result<BoxedBackend> {
     Err(left_out_error())
 }
 
 /// Why a registration left out of this build makes nothing.
-fn left_out_error() -> crate::Error {
-    crate::Error::unsupported(
+fn left_out_error() -> crate::error::Error {
+    crate::error::Error::unsupported(
         "this backend's device is another system's, and its device model is left out of this \
          build: it needs counterhal's `device-models` feature",
     )
@@ -135,7 +136,7 @@ mod tests {
             super::left_out_model(&database, "skl").err(),
         ] {
             let error = error.expect("a left-out registration makes nothing");
-            assert_eq!(error.kind(), crate::ErrorKind::Unsupported);
+            assert_eq!(error.kind(), crate::error::ErrorKind::Unsupported);
             assert!(error.message().contains("`device-models`"), "{error}");
         }
     }

@@ -1,10 +1,13 @@
 //! Sampling: where the counted events happen, not only how many. A sampler is an event that
 //! records a sample every `period` events (or at a frequency) into a ring the backend shares
 //! with its kernel; the caller walks the records as typed values. What a backend that cannot
-//! sample says: [`Capabilities::sampling`](crate::Capabilities::sampling) is `false`, and its
-//! sampler constructor fails with [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
+//! sample says: [`Capabilities::sampling`](crate::capabilities::Capabilities::sampling) is `false`,
+//! and its sampler constructor fails with
+//! [`ErrorKind::Unsupported`](crate::error::ErrorKind::Unsupported).
 
-use crate::{BackendTarget, Error, EventRequest, Result};
+use crate::encoding::EventRequest;
+use crate::error::{Error, Result};
+use crate::target::BackendTarget;
 
 /// How often a sampler records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -113,8 +116,8 @@ pub struct SampleOptions {
     pub wakeup: Wakeup,
     /// Whether the events without a domain of their own are refused where the OS refuses
     /// the backend's default domain to this caller, instead of sampling user space only (as
-    /// [`OpenOptions::strict_domain`](crate::OpenOptions::strict_domain)). Off by default, as
-    /// in `perf record`.
+    /// [`OpenOptions::strict_domain`](crate::OpenOptions::strict_domain)). Off by default,
+    /// as in `perf record`.
     pub strict_domain: bool,
 }
 
@@ -169,7 +172,7 @@ impl SampleOptions {
     /// power of two pages (or more than 2^20 pages), a zero wakeup.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) naming the value and what
+    /// [`ErrorKind::InvalidInput`](crate::error::ErrorKind::InvalidInput) naming the value and what
     /// would be right.
     pub fn check(&self) -> Result<()> {
         match self.rate {
@@ -296,7 +299,7 @@ pub trait Sampler {
     ///
     /// # Errors
     /// A record the ring holds that cannot be read (a torn or short record:
-    /// [`ErrorKind::Other`](crate::ErrorKind::Other)); the records before it were handed on.
+    /// [`ErrorKind::Other`](crate::error::ErrorKind::Other)); the records before it were handed on.
     fn walk(&mut self, each: &mut dyn FnMut(&Record<'_>)) -> Result<Walked>;
 
     /// The sampled event's count so far (every event, not only those sampled).
@@ -318,9 +321,10 @@ pub trait Sampler {
     /// signal sent to the thread that asked: PAPI's `PAPI_overflow`.
     ///
     /// # Errors
-    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) where the backend has no
-    /// overflow signals (the default); [`ErrorKind::LimitReached`](crate::ErrorKind::LimitReached)
-    /// where it holds no more callbacks.
+    /// [`ErrorKind::Unsupported`](crate::error::ErrorKind::Unsupported) where the backend has no
+    /// overflow signals (the default);
+    /// [`ErrorKind::LimitReached`](crate::error::ErrorKind::LimitReached) where it holds no more
+    /// callbacks.
     fn on_overflow(&mut self, callback: OverflowCallback, token: usize) -> Result<()> {
         let _ = (callback, token);
         Err(Error::unsupported(
@@ -331,8 +335,8 @@ pub trait Sampler {
     /// Enables the sampler for `overflows` more overflows, after which it stops itself.
     ///
     /// # Errors
-    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) where the backend cannot (the
-    /// default); else the backend's.
+    /// [`ErrorKind::Unsupported`](crate::error::ErrorKind::Unsupported) where the backend cannot
+    /// (the default); else the backend's.
     fn refresh(&mut self, overflows: u32) -> Result<()> {
         let _ = overflows;
         Err(Error::unsupported(
@@ -351,10 +355,10 @@ pub trait SamplingCapability {
     /// say, the others are read with each sample.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for options no backend
-    /// could honour or no event; as [`Backend::open`](crate::Backend::open) for the events;
-    /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) where the OS
-    /// refuses what the events count.
+    /// [`ErrorKind::InvalidInput`](crate::error::ErrorKind::InvalidInput) for options no backend
+    /// could honour or no event; as [`Backend::open`](crate::Backend::open) for the
+    /// events; [`ErrorKind::PermissionDenied`](crate::error::ErrorKind::PermissionDenied) where the
+    /// OS refuses what the events count.
     fn open_sampler(
         &self,
         events: &[EventRequest],

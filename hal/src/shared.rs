@@ -6,7 +6,10 @@
 
 use std::path::Path;
 
-use crate::{EventRequest, ProgramSkips, Reading, Result};
+use crate::cgroups::ProgramSkips;
+use crate::encoding::EventRequest;
+use crate::error::Result;
+use crate::reading::Reading;
 
 /// Whose counts a shared counter adds up: perf's `enum bperf_filter_type`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,9 +67,9 @@ pub trait SharedCapability {
     /// lives.
     ///
     /// # Errors
-    /// [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) without the
-    /// privileges; [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) where the map of
-    /// leaders cannot be kept there or the kernel refuses the programs; as
+    /// [`ErrorKind::PermissionDenied`](crate::error::ErrorKind::PermissionDenied) without the
+    /// privileges; [`ErrorKind::Unsupported`](crate::error::ErrorKind::Unsupported) where the map
+    /// of leaders cannot be kept there or the kernel refuses the programs; as
     /// [`Backend::open`](crate::Backend::open) for the event (its message beginning
     /// `opening `).
     fn open_shared_counter(

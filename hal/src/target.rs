@@ -137,7 +137,9 @@ impl fmt::Display for BackendTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Accepts, Capabilities, Domain, Scope, TargetSupport};
+    use crate::capabilities::{Capabilities, Scope, TargetSupport};
+    use crate::domain::Domain;
+    use crate::encoding::Accepts;
 
     #[test]
     fn cgroup_and_alone_targets_say_what_they_count() {
