@@ -1951,3 +1951,118 @@ fn a_system_is_made_only_where_a_program_starts() {
          library value), do not make one here:\n{makers:#?}"
     );
 }
+
+/// The modules `lib` declares (`mod error;`, `pub mod perf;`), read from its text.
+fn declared_modules(lib: &str) -> BTreeSet<String> {
+    blank_literals(lib)
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let line = line.strip_prefix("pub(crate) ").unwrap_or(line);
+            let line = line.strip_prefix("pub ").unwrap_or(line);
+            let name = line.strip_prefix("mod ")?;
+            name.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The first segments of the `crate::` paths in `code` (literals and comments blanked), each
+/// with its line: `crate::Error::new` gives `Error`, `use crate::{error::Error, Result}` gives
+/// `error` and `Result`; a macro named at the root (`crate::row!`) gives `row!`.
+fn crate_path_heads(code: &str) -> Vec<(usize, String)> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let head = |rest: &str| -> String { rest.chars().take_while(|&c| ident(c)).collect() };
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let mut heads = Vec::new();
+    for (at, found) in code.match_indices("crate::") {
+        if code[..at].chars().next_back().is_some_and(ident) {
+            continue;
+        }
+        let start = at + found.len();
+        let rest = &code[start..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // A use group: the heads of its top-level items.
+            let (mut depth, mut item) = (0usize, start + 1);
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth > 0 => depth -= 1,
+                    ',' | '}' if depth == 0 => {
+                        let text = &code[item..start + 1 + i];
+                        let trimmed = text.trim_start();
+                        let name = head(trimmed);
+                        if !name.is_empty() && name != "self" {
+                            heads.push((line_of(item + text.len() - trimmed.len()), name));
+                        }
+                        if c == '}' {
+                            break;
+                        }
+                        item = start + 1 + i + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name = head(rest);
+            if rest[name.len()..].trim_start().starts_with('!') {
+                heads.push((line_of(at), format!("{name}!")));
+            } else if !name.is_empty() {
+                heads.push((line_of(at), name));
+            }
+        }
+    }
+    heads
+}
+
+/// Done when: in counterhal-hal and counterhal-events, every module other than `lib.rs` names
+/// each item through the module that defines it (`crate::error::Error`, not `crate::Error`),
+/// in `use` lines and in paths written in code, so no module imports back from the root that
+/// declares it; `lib.rs` alone re-exports the public names.
+///
+/// Oracle: the sources' own text, read by this test (test items and test modules in files of
+/// their own left out): a `crate::` path whose first segment is not a module declared in the
+/// crate's `lib.rs`, or that names a macro there (`#[macro_export]` puts it at the root), goes
+/// through the root.
+#[test]
+fn hal_and_events_import_from_where_things_are_defined() {
+    // The reader itself, on a sample: use groups over lines, paths in code, macros.
+    let sample = "use crate::{\n    error::Error,\n    Result, a::{B, C},\n};\n\
+                  fn f() -> crate::Error { crate::row! {} $crate::table::T }\n";
+    let heads: Vec<String> = crate_path_heads(sample)
+        .iter()
+        .map(|(line, name)| format!("{line}:{name}"))
+        .collect();
+    assert_eq!(
+        heads,
+        ["2:error", "3:Result", "3:a", "5:Error", "5:row!", "5:table"]
+    );
+    let mut through_root = Vec::new();
+    for crate_dir in ["hal", "events"] {
+        let src = root().join(crate_dir).join("src");
+        let lib = src.join("lib.rs");
+        let modules = declared_modules(&std::fs::read_to_string(&lib).unwrap());
+        let tests = test_module_files(&src);
+        for file in rust_files(&src) {
+            if file == lib || tests.contains(&file) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap();
+            let code = blank_literals(&without_test_items(&text));
+            for (line, name) in crate_path_heads(&code) {
+                if !modules.contains(&name) {
+                    through_root.push(format!("{}:{line}: crate::{name}", relative(&file)));
+                }
+            }
+        }
+    }
+    assert!(
+        through_root.is_empty(),
+        "{} paths go through the crate root, which only re-exports these names; name the \
+         module that defines each (`crate::error::Error`, not `crate::Error`; a macro through \
+         `pub(crate) use` in its module, `crate::table::row!`):\n{}",
+        through_root.len(),
+        through_root.join("\n")
+    );
+}
