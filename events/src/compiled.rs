@@ -1,5 +1,5 @@
 //! The shipped models' events, unit masks, mappings, refused presets and event aliases as
-//! `counterhal-gen tables` wrote them (`table/write/models.rs` loads each model's files with
+//! `counterhal-gen tables` wrote them (`table_writer/models.rs` loads each model's files with
 //! the library's own loader): rows of the shipped tables ([`crate::table`]), every row once
 //! however many models have it, tables by index ranges. A model is made from them when it is
 //! first used; nothing here parses a file.

@@ -35,6 +35,8 @@ mod resolve;
 mod select;
 mod suggest;
 mod table;
+#[cfg(feature = "table-writer")]
+mod table_writer;
 mod uncore;
 pub use suggest::{MAX_SUGGESTED_NAME_LEN, nearest};
 
@@ -63,5 +65,5 @@ pub use select::MESI_ALL;
 pub use table::shipped_tables;
 #[cfg(feature = "table-writer")]
 #[doc(hidden)]
-pub use table::write::write_shipped_tables;
+pub use table_writer::write_shipped_tables;
 pub use uncore::{UncoreEvent, shipped_uncore_models};

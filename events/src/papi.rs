@@ -1,5 +1,5 @@
 //! libpapi's tables, as rows of the shipped tables' `papi` part (written by
-//! `counterhal-gen tables` from `data/papi/`, `table/write/papi.rs`), read in place: PAPI 7.0's
+//! `counterhal-gen tables` from `data/papi/`, `table_writer/papi.rs`), read in place: PAPI 7.0's
 //! presets, libpfm4's `perf::` events (its perf_event PMU) and libpfm4's Intel uncore PMU
 //! families by CPU model. Strings are the part's pool's; nothing is parsed or allocated at
 //! start-up. For libpapi (counterhal-papi), not for library users.

@@ -34,9 +34,6 @@
 
 use std::marker::PhantomData;
 
-#[cfg(feature = "table-writer")]
-pub(crate) mod write;
-
 /// One file of the shipped tables: its name in `data/tables/` and its bytes (none where this
 /// build's features leave it out).
 pub(crate) trait Part:
@@ -123,16 +120,16 @@ pub(crate) fn parts() -> [(&'static str, &'static [u8], &'static str); 4] {
 /// The first 8 bytes of the file: its name and the format's version.
 pub(crate) const MAGIC: [u8; 8] = *b"chtbl\0\0\x01";
 /// Bytes of the header before the directory.
-const HEADER: usize = 16;
+pub(crate) const HEADER: usize = 16;
 /// Bytes of one directory entry.
-const ENTRY: usize = 32;
+pub(crate) const ENTRY: usize = 32;
 /// Bytes of a section's name in its directory entry.
-const NAME: usize = 20;
+pub(crate) const NAME: usize = 20;
 /// How many low bits of a [`Str`] hold its length; the offset is above them.
 pub(crate) const LENGTH_BITS: u32 = 10;
 
 /// Rows as they are written: their bytes, and where in them a [`Str`] lies (written as its
-/// string's id in the pool, `write::Pool`, replaced by the packed `Str` once the pool is laid
+/// string's id in the pool, `table_writer::Pool`, replaced by the packed `Str` once the pool is laid
 /// out).
 #[cfg(feature = "table-writer")]
 #[derive(Default)]

@@ -1,6 +1,6 @@
 //! A libpfm4 table file (`data/generated/libpfm4/PMU.toml`) as TOML gives it, and what makes
 //! it a valid table: the one reader of those files. `counterhal-gen tables` reads the shipped
-//! tables through it (`table/write/libpfm4.rs`), and the library's tests read the files
+//! tables through it (`table_writer/libpfm4.rs`), and the library's tests read the files
 //! through it to check the shipped rows.
 
 use serde::Deserialize;

@@ -26,7 +26,7 @@
 //! the result becomes a chosen native event of the model, encoded for the backend as any other.
 
 mod amd;
-// The one reader of the generated tables: `counterhal-gen tables`' (`table/write/libpfm4.rs`)
+// The one reader of the generated tables: `counterhal-gen tables`' (`table_writer/libpfm4.rs`)
 // and the tests'; the library takes its flags and modifiers alone.
 #[cfg(any(test, feature = "table-writer"))]
 pub(crate) mod file;

@@ -1,7 +1,7 @@
 //! libpfm4's x86 core tables as generated (`data/generated/libpfm4/PMU.toml`, by
 //! `counterhal-gen libpfm4-grammar` from the libpfm4 snapshot each file names), as rows of the
 //! shipped tables: `counterhal-gen tables` reads and checks each file with the one reader of
-//! them (`file.rs`) and writes the rows (`table/write/libpfm4.rs`), which [`Pmu`], [`Event`]
+//! them (`file.rs`) and writes the rows (`table_writer/libpfm4.rs`), which [`Pmu`], [`Event`]
 //! and [`Umask`] are. Nothing here parses, allocates or runs at start-up.
 
 use std::cmp::Ordering;

@@ -1,4 +1,4 @@
-//! The shipped metrics as `counterhal-gen tables` wrote them (`table/write/metrics.rs`): rows
+//! The shipped metrics as `counterhal-gen tables` wrote them (`table_writer/metrics.rs`): rows
 //! of the shipped tables ([`crate::table`]), formulas as nodes shared between formulas,
 //! already parsed and checked. Nothing here parses.
 

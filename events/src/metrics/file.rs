@@ -1,6 +1,6 @@
 //! A metrics file as TOML gives it, and what makes it a valid table: the one reader of metrics
 //! files. `counterhal-gen tables` reads the shipped tables through it into their rows
-//! (`table/write/metrics.rs`), [`parse_metrics`](super::parse_metrics) a user's file.
+//! (`table_writer/metrics.rs`), [`parse_metrics`](super::parse_metrics) a user's file.
 
 use std::collections::{BTreeMap, HashMap};
 

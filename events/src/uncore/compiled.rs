@@ -1,4 +1,4 @@
-//! The shipped uncore events as `counterhal-gen tables` wrote them (`table/write/uncore.rs`):
+//! The shipped uncore events as `counterhal-gen tables` wrote them (`table_writer/uncore.rs`):
 //! rows of the shipped tables ([`crate::table`]), each model's events runs of shared rows,
 //! sorted by name. Nothing here parses.
 

@@ -1,7 +1,7 @@
 //! An uncore table as TOML gives it (`data/generated/uncore/DIR.toml`, written by
 //! `counterhal-gen uncore`), and what makes it valid: the one reader of uncore tables. The
 //! `counterhal-gen tables` reads the shipped tables through it into their rows
-//! (`table/write/uncore.rs`).
+//! (`table_writer/uncore.rs`).
 
 use serde::Deserialize;
 

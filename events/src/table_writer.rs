@@ -17,7 +17,9 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::path::Path;
 
-use super::{Catalog, ENTRY, Field, HEADER, MAGIC, Metrics, Models, NAME, Out, Papi, Part, Str};
+use crate::table::{
+    Catalog, ENTRY, Field, HEADER, MAGIC, Metrics, Models, NAME, Out, Papi, Part, Str,
+};
 
 mod libpfm4;
 mod metrics;
