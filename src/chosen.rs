@@ -1,5 +1,5 @@
 //! What a program counts with: the [`Chosen`] backend, resolving in its
-//! [`Context`](crate::Context), each read through its accessors.
+//! [`Context`], each read through its accessors.
 
 use counterhal_hal::{Backend, DynBackend};
 
