@@ -26,7 +26,20 @@ pub const MAX_SUGGESTED_NAME_LEN: usize = 128;
 /// Up to `limit` candidates nearest to `name`, nearest first; only plausible ones (a small
 /// edit distance, or containing the name). Empty for names longer than
 /// [`MAX_SUGGESTED_NAME_LEN`].
-pub fn nearest(name: &str, candidates: impl Iterator<Item = String>, limit: usize) -> Vec<String> {
+pub fn nearest(
+    name: &str,
+    mut candidates: impl Iterator<Item = String>,
+    limit: usize,
+) -> Vec<String> {
+    nearest_of(name, &mut candidates, limit)
+}
+
+/// [`nearest`] compiled once, whatever iterator its caller has.
+fn nearest_of(
+    name: &str,
+    candidates: &mut dyn Iterator<Item = String>,
+    limit: usize,
+) -> Vec<String> {
     if name.len() > MAX_SUGGESTED_NAME_LEN {
         return Vec::new();
     }
@@ -40,7 +53,8 @@ pub fn nearest(name: &str, candidates: impl Iterator<Item = String>, limit: usiz
                 .then_some((if contains { d.min(budget) } else { d }, candidate))
         })
         .collect();
-    scored.sort();
+    // Unstable is enough: two equal (distance, name) pairs are the same pair.
+    scored.sort_unstable();
     scored.dedup_by(|a, b| a.1.eq_ignore_ascii_case(&b.1));
     scored.into_iter().take(limit).map(|(_, c)| c).collect()
 }

@@ -250,7 +250,7 @@ impl Tree {
                     .collect()
             })
             .unwrap_or_default();
-        names.sort();
+        names.sort_unstable();
         names
     }
 

@@ -254,7 +254,7 @@ fn subdirectories(dir: &Path) -> Vec<String> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|e| e.file_name().into_string().ok())
         .collect();
-    names.sort();
+    names.sort_unstable();
     names
 }
 
