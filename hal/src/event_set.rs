@@ -91,11 +91,19 @@ pub fn open_set<B>(
 where
     B: Backend + ?Sized,
 {
-    let requests: Vec<EventRequest> = events
+    EventSet::over(
+        backend.open(&requests_of(&events), target, options)?,
+        events,
+    )
+}
+
+/// Every term's request of `events`, in order: what [`open_set`] opens, compiled once for
+/// every backend it is made for.
+fn requests_of(events: &[ResolvedEvent]) -> Vec<EventRequest> {
+    events
         .iter()
         .flat_map(|event| event.terms.iter().map(|term| term.request.clone()))
-        .collect();
-    EventSet::over(backend.open(&requests, target, options)?, events)
+        .collect()
 }
 
 /// A group of named events, each possibly derived from several native ones: PAPI's event set.
