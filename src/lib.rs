@@ -97,7 +97,8 @@
 //! Cargo features: one per backend (all on by default, each probing its real device only on
 //! its own OS; a backend with a device model runs it everywhere, for tests and
 //! `counterhal check --models`),
-//! `conformance` for the suite, `criterion` for `counterhal::criterion::EventMeasurement` (a criterion `Measurement` of any event);
+//! `conformance` for the suite, `criterion` for `counterhal::criterion::EventMeasurement` (a criterion `Measurement` of any event),
+//! `regions` for the named regions of `counterhal::region` (on by default);
 //! what of the shipped event data this build holds (`x86-models`, `arm-models`, `metrics`, on
 //! by default), the readers of the user's files (`events-file`, `descriptions`) and
 //! `device-models` (off by default): a part left out is an error that names its feature
@@ -159,6 +160,7 @@ mod group;
 pub mod metrics;
 mod open;
 pub mod prelude;
+#[cfg(feature = "regions")]
 pub mod region;
 pub mod registry;
 mod sampling;
@@ -175,6 +177,7 @@ pub use context::Context;
 pub use control::{Control, ControlCommand};
 pub use group::AnyGroup;
 pub use open::split_event_list;
+#[cfg(feature = "regions")]
 pub use region::{RegionReport, RegionTotals, Regions};
 pub use registry::{
     OS, Probe, REGISTRY, Registration, native_backends, probe, probe_all, registration,

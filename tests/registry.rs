@@ -11,8 +11,8 @@ fn root() -> &'static Path {
 }
 
 /// Cargo's features are the registry's backends, each once, beside the parts of the shipped
-/// data, the device models and the Linux backend's sampling and cgroup counter; the facade's default has every backend but the raw-MSR one and
-/// the shipped data; the C API's default has them all.
+/// data, the device models and the Linux backend's sampling and cgroup counter; the facade's default has every backend but the raw-MSR one,
+/// the shipped data and the named regions; the C API's default has them all.
 #[test]
 fn the_default_features_are_the_registrys_backends() {
     let names = counterhal::registry::names();
@@ -66,11 +66,13 @@ fn the_default_features_are_the_registrys_backends() {
         .collect();
     // The facade's default leaves out the readers of the user's files, the device models and
     // the backend that programs the PMU's registers itself.
+    // It has the named regions too, a part of the facade alone (the C API asks for them).
     let facade_default: BTreeSet<String> = (parts.iter())
         .filter(|p| {
             !readers.contains(&p.as_str()) && !["device-models", "msr"].contains(&p.as_str())
         })
         .cloned()
+        .chain(["regions".to_string()])
         .collect();
     assert_eq!(
         default(&facade),
