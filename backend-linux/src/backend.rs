@@ -58,6 +58,8 @@ pub struct LinuxBackend {
     /// tries each one, which start-up need not pay for).
     generalized: Arc<OnceLock<Vec<GeneralizedEvent>>>,
     mount_tracefs: bool, // whether resolving may mount tracefs (set_mount_tracefs)
+    /// The system's tracefs, kept once found mounted.
+    tracefs: tracepoints::Found,
 }
 
 /// The event start-up opens to see that perf_event_open works: `task-clock:u`.
@@ -408,7 +410,9 @@ impl Backend for LinuxBackend {
         let single = |encoding: PerfAttr| {
             ResolvedEvent::single(EventRequest::new(event, Encoding::Perf(encoding)))
         };
-        if let Some(encoding) = tracepoints::resolve(&self.system, event, self.mount_tracefs)? {
+        if let Some(encoding) =
+            tracepoints::resolve(&self.system, &self.tracefs, event, self.mount_tracefs)?
+        {
             return Ok(single(encoding));
         }
         if let Some(parsed) = breakpoint::parse(event) {
@@ -464,7 +468,7 @@ impl Backend for LinuxBackend {
             Err(e) if e.kind() == EventErrorKind::NotFound => match self.uncore(event) {
                 Some(opens) => opens,
                 None if tracepoints::looks_like_tracepoint(event) => {
-                    Err(tracepoints::not_found(&self.system, event))
+                    Err(tracepoints::not_found(&self.system, &self.tracefs, event))
                 }
                 None => Err(e.into()),
             },
@@ -496,7 +500,11 @@ impl counterhal_hal::EventListing for LinuxBackend {
     fn own_events(&self) -> Vec<(String, String)> {
         let mut events = pmus::aliases(&self.pmus);
         events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
-        events.extend(tracepoints::list(&self.system, self.mount_tracefs));
+        events.extend(tracepoints::list(
+            &self.system,
+            &self.tracefs,
+            self.mount_tracefs,
+        ));
         events
     }
 }

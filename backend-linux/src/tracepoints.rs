@@ -3,11 +3,33 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use counterhal_hal::{Error, ErrorKind, PerfAttr, Result};
-use counterhal_system::{System, TracefsState};
+use counterhal_system::{System, Tracefs, TracefsState};
 
 use crate::sys::TYPE_TRACEPOINT;
+
+/// The tracefs a backend found mounted, kept for its life and its clones' (a `list` resolves
+/// thousands of tracepoints, each of which would otherwise look at every root again). Kept
+/// once found and never dropped: tracefs stays mounted once mounted (if it went, reading a
+/// tracepoint's id fails and the name is no tracepoint).
+#[derive(Clone, Debug, Default)]
+pub struct Found(Arc<OnceLock<Tracefs>>);
+
+impl Found {
+    /// The tracefs found before, else `system`'s looked for now (and kept where mounted);
+    /// what it is where it is not mounted (`Denied`, `Absent`).
+    fn mounted(&self, system: &System) -> std::result::Result<&Tracefs, TracefsState> {
+        if let Some(tracefs) = self.0.get() {
+            return Ok(tracefs);
+        }
+        match system.tracefs() {
+            TracefsState::Mounted(tracefs) => Ok(self.0.get_or_init(|| tracefs)),
+            other => Err(other),
+        }
+    }
+}
 
 /// Refuses a filter on an event that is not a tracepoint, or one no C string can carry:
 /// checked before anything opens.
@@ -115,7 +137,7 @@ const NAME_BYTES: [u8; 256] = {
 
 /// `subsystem:event:xyz` where the tracepoint exists but `xyz` holds letters that are not
 /// perf's modifiers: an error naming them (instead of "unknown event `subsystem`").
-fn bad_modifiers(system: &System, name: &str) -> Result<Option<PerfAttr>> {
+fn bad_modifiers(system: &System, found: &Found, name: &str) -> Result<Option<PerfAttr>> {
     let mut parts = name.splitn(3, ':');
     let (Some(subsystem), Some(event), Some(modifiers)) =
         (parts.next(), parts.next(), parts.next())
@@ -125,7 +147,7 @@ fn bad_modifiers(system: &System, name: &str) -> Result<Option<PerfAttr>> {
     let Some(base) = split_tracepoint(&name[..subsystem.len() + 1 + event.len()]) else {
         return Ok(None);
     };
-    let TracefsState::Mounted(tracefs) = system.tracefs() else {
+    let Ok(tracefs) = found.mounted(system) else {
         return Ok(None);
     };
     if !tracefs.has_tracepoint(base.system, base.event) {
@@ -168,11 +190,11 @@ pub fn mount_if_absent(system: &System) {
 /// Every tracepoint of `system`'s tracefs, as `subsystem:event`, sorted; empty when it is not
 /// mounted (or readable). With `mount`, tracefs is mounted first where perf would
 /// ([`mount_if_absent`]).
-pub fn list(system: &System, mount: bool) -> Vec<(String, String)> {
+pub fn list(system: &System, found: &Found, mount: bool) -> Vec<(String, String)> {
     if mount {
         mount_if_absent(system);
     }
-    let TracefsState::Mounted(tracefs) = system.tracefs() else {
+    let Ok(tracefs) = found.mounted(system) else {
         return Vec::new();
     };
     tracefs
@@ -191,14 +213,19 @@ pub fn list(system: &System, mount: bool) -> Vec<(String, String)> {
 /// # Errors
 /// [`ErrorKind::PermissionDenied`] when the `id` file is unreadable;
 /// [`ErrorKind::InvalidEvent`] when it is malformed.
-pub fn resolve(system: &System, name: &str, mount: bool) -> Result<Option<PerfAttr>> {
+pub fn resolve(
+    system: &System,
+    found: &Found,
+    name: &str,
+    mount: bool,
+) -> Result<Option<PerfAttr>> {
     let Some(parts) = split_tracepoint(name) else {
-        return bad_modifiers(system, name);
+        return bad_modifiers(system, found, name);
     };
     if mount {
         mount_if_absent(system);
     }
-    let TracefsState::Mounted(tracefs) = system.tracefs() else {
+    let Ok(tracefs) = found.mounted(system) else {
         return Ok(None);
     };
     // Named only where something is wrong with it (a `list` resolves thousands).
@@ -240,9 +267,9 @@ fn did_you_mean(names: &[String]) -> String {
 /// The error for a tracepoint-shaped name that no tracefs knows: the nearest tracepoints of
 /// the subsystem (or the nearest subsystems) when tracefs is readable, PermissionDenied when
 /// it is not.
-pub fn not_found(system: &System, name: &str) -> Error {
-    match system.tracefs() {
-        TracefsState::Mounted(tracefs) => {
+pub fn not_found(system: &System, found: &Found, name: &str) -> Error {
+    match found.mounted(system) {
+        Ok(tracefs) => {
             let events = tracefs.events_dir();
             let mut message = format!(
                 "unknown event `{name}` (and no tracepoint of that name in {})",
@@ -275,8 +302,8 @@ pub fn not_found(system: &System, name: &str) -> Error {
             }
             Error::invalid_event(message).with_hint(hint)
         }
-        TracefsState::Denied(root) => denied(name, &root),
-        TracefsState::Absent => Error::invalid_event(format!(
+        Err(TracefsState::Denied(root)) => denied(name, &root),
+        Err(_) => Error::invalid_event(format!(
             "unknown event `{name}`; tracefs is not mounted, so tracepoints cannot be resolved"
         ))
         .with_hint(
@@ -375,46 +402,62 @@ mod tests {
         fs::create_dir_all(&hyphen).unwrap();
         fs::write(hyphen.join("id"), "77\n").unwrap();
         let system = System::host().with_tracefs(&dir);
+        let found = Found::default();
         // Names no file has are no tracepoints, however they fail: overlong (ENAMETOOLONG),
         // or through a file (ENOTDIR).
         let overlong = format!("x:{}", "a".repeat(4100));
-        assert_eq!(resolve(&system, &overlong, false).unwrap(), None);
+        assert_eq!(resolve(&system, &found, &overlong, false).unwrap(), None);
         assert_eq!(
-            resolve(&system, "demo:hello/id", false).ok().flatten(),
+            resolve(&system, &found, "demo:hello/id", false)
+                .ok()
+                .flatten(),
             None
         );
-        let e = resolve(&system, "demo:hello", false).unwrap().unwrap();
+        let e = resolve(&system, &found, "demo:hello", false)
+            .unwrap()
+            .unwrap();
         assert_eq!((e.type_, e.config, e.domain), (2, 123, Domain::ALL));
-        let e = resolve(&system, "xhci-hcd:xhci_dbg_address", false)
+        let e = resolve(&system, &found, "xhci-hcd:xhci_dbg_address", false)
             .unwrap()
             .unwrap();
         assert_eq!(e.config, 77);
         // perf's modifiers after the name: `:u` counts user mode only.
-        let e = resolve(&system, "demo:hello:u", false).unwrap().unwrap();
+        let e = resolve(&system, &found, "demo:hello:u", false)
+            .unwrap()
+            .unwrap();
         assert_eq!(e.domain, Domain::DEFAULT.with_levels(Domain::USER));
         assert!(e.exclude_bits().kernel && !e.exclude_bits().user);
-        let e = resolve(&system, "demo:hello:k", false).unwrap().unwrap();
+        let e = resolve(&system, &found, "demo:hello:k", false)
+            .unwrap()
+            .unwrap();
         assert!(e.exclude_bits().user && !e.exclude_bits().kernel);
-        assert_eq!(resolve(&system, "demo:absent", false).unwrap(), None);
+        assert_eq!(
+            resolve(&system, &found, "demo:absent", false).unwrap(),
+            None
+        );
         // A misspelling lists the nearest tracepoints of that subsystem.
-        let error = not_found(&system, "demo:helo");
+        let error = not_found(&system, &found, "demo:helo");
         let text = error.to_string();
         assert!(
             text.contains("did you mean") && text.contains("`demo:hello`"),
             "{text}"
         );
         assert!(!text.contains("world"), "{text}");
-        let error = not_found(&system, "dmeo:hello");
+        let error = not_found(&system, &found, "dmeo:hello");
         assert!(error.to_string().contains("`demo`"), "{error}");
         let none = System::host().with_tracefs("/nonexistent");
         assert!(
-            not_found(&none, "a:b")
+            not_found(&none, &Found::default(), "a:b")
                 .hint()
                 .unwrap()
                 .contains("mount -t tracefs")
         );
+        // What a backend found is kept for it (and nothing for the process): asked with
+        // another system's roots, the tracefs found answers; a new backend looks again.
+        assert_eq!(found.mounted(&none).unwrap().root(), dir);
+        assert_eq!(Found::default().mounted(&none), Err(TracefsState::Absent));
         fs::write(event.join("id"), "x\n").unwrap();
-        assert!(resolve(&system, "demo:hello", false).is_err());
+        assert!(resolve(&system, &found, "demo:hello", false).is_err());
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,10 +1,19 @@
 //! The cgroup file system's directories (cgroups(7)): a cgroup opened for
 //! `perf_event_open`, its id, and the cgroups below it, walked without following a link.
+//! Each cgroup's directory is read by the one rule as a tree of its own, rooted where it is
+//! named (under a mount the caller found in the mounts, wherever that is), in which no link
+//! is followed (the cgroup file system has none).
 
 use std::ffi::OsString;
 use std::path::Path;
 
 use crate::roots::System;
+use crate::rule::Tree;
+
+/// The tree of the cgroup directory `dir`: its own files, no link followed.
+fn cgroup_tree(dir: &Path) -> Tree {
+    Tree::at(dir, "cgroup")
+}
 
 impl System {
     /// The cgroup directory `path` (under a cgroup mount, [`System::cgroup_mount`]) opened to
@@ -16,14 +25,7 @@ impl System {
     /// The directory cannot be opened: none there, another user's, no directory
     /// (`ENOTDIR`).
     pub fn open_cgroup(&self, path: &Path) -> std::io::Result<std::fs::File> {
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK);
-        }
-        options.open(path)
+        cgroup_tree(path).open_dir(path)
     }
 
     /// The id of cgroup `path`: its directory's inode number, which the kernel's
@@ -33,14 +35,15 @@ impl System {
     /// # Errors
     /// It cannot be looked at (none there).
     pub fn cgroup_id(&self, path: &Path) -> std::io::Result<u64> {
+        let meta = cgroup_tree(path).metadata(path)?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            Ok(std::fs::metadata(path)?.ino())
+            Ok(meta.ino())
         }
         #[cfg(not(unix))]
         {
-            let _ = path;
+            let _ = meta;
             Err(std::io::ErrorKind::Unsupported.into())
         }
     }
@@ -48,11 +51,8 @@ impl System {
     /// The names of the directories the cgroup directory `dir` holds (the cgroups below it:
     /// no link followed), in the order it lists them; none where it cannot be read.
     pub fn cgroup_children(&self, dir: &Path) -> Vec<OsString> {
-        let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
-        entries
-            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|entry| entry.file_name())
-            .collect()
+        let is_dir = |entry: &std::fs::DirEntry| entry.file_type().is_ok_and(|t| t.is_dir());
+        cgroup_tree(dir).list(dir, is_dir).unwrap_or_default()
     }
 
     /// Whether a task is in the cgroup `dir` or any cgroup below it now: cgroup v2's
@@ -87,7 +87,8 @@ impl System {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            std::fs::symlink_metadata(dir).map_or(true, |meta| meta.nlink() != 2)
+            let meta = cgroup_tree(dir).metadata(dir);
+            meta.map_or(true, |meta| meta.nlink() != 2)
         }
         #[cfg(not(unix))]
         {
@@ -98,20 +99,11 @@ impl System {
 }
 
 /// The value of `key` in the flat-keyed cgroup file `name` of directory `dir` (`KEY VALUE`
-/// lines), read up to `bound` bytes without following a link or waiting; `None` where there
-/// is no such file, key or number.
-fn cgroup_key(dir: &Path, name: &str, key: &str, bound: u64) -> Option<u64> {
-    use std::io::Read;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    let file = options.open(dir.join(name)).ok()?;
-    let mut text = String::new();
-    file.take(bound).read_to_string(&mut text).ok()?;
+/// lines), read up to `bound` bytes by the rule (a regular file of `dir`'s, no link); `None`
+/// where there is no such file, key or number, or it holds more.
+fn cgroup_key(dir: &Path, name: &str, key: &str, bound: usize) -> Option<u64> {
+    let bytes = cgroup_tree(dir).load(&dir.join(name), bound).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     text.lines()
         .find_map(|line| line.strip_prefix(key)?.strip_prefix(' '))
         .and_then(|value| value.trim().parse().ok())

@@ -117,13 +117,13 @@ impl DescriptorDirectory {
     /// # Errors
     /// The directory cannot be opened.
     pub fn open(&self) -> std::io::Result<std::fs::File> {
-        std::fs::File::open(&self.path)
+        rule::open_directory(&self.path, false)
     }
 
     /// How many descriptors are open now (the entries of the directory, its own listing's
     /// included), where it can be listed.
     pub fn count(&self) -> Option<usize> {
-        Some(std::fs::read_dir(&self.path).ok()?.count())
+        rule::count_entries(&self.path)
     }
 }
 
@@ -186,8 +186,10 @@ impl System {
     /// The calling thread's id, from `thread-self` under procfs (a link to `PID/task/TID`),
     /// where procfs has it.
     pub fn thread_self_id(&self) -> Option<u32> {
-        let link = std::fs::read_link(self.procfs().join("thread-self")).ok()?;
-        link.file_name()?.to_str()?.parse().ok()
+        let thread = self
+            .proc_tree()
+            .resolved_dir(&self.procfs().join("thread-self"))?;
+        thread.file_name()?.to_str()?.parse().ok()
     }
 
     /// The stat file of task `pid` (`self`, a process or a thread), found inside procfs now
@@ -201,13 +203,10 @@ impl System {
     /// This process's descriptors (`self/fd` under procfs), where procfs has them: `self`
     /// resolved now, so that the directory stays this process's.
     pub fn descriptor_directory(&self) -> Option<DescriptorDirectory> {
-        let tree = self.proc_tree();
-        let own = self.procfs().join("self");
-        let resolved = std::fs::canonicalize(&own).ok()?;
-        let path = resolved.join("fd");
-        tree.is_dir(&path)
-            .unwrap_or(false)
-            .then_some(DescriptorDirectory { path })
+        let path = self
+            .proc_tree()
+            .resolved_dir(&self.procfs().join("self/fd"))?;
+        Some(DescriptorDirectory { path })
     }
 
     /// This process's mappings (`self/maps` under procfs), in address order; none where they

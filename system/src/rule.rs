@@ -13,10 +13,20 @@
 //!   (the kernel's `show` functions write into a page, `sysfs_emit`; `sysfs_kf_seq_show` in
 //!   fs/sysfs/file.c cuts what is longer to `PAGE_SIZE - 1`); a table of procfs
 //!   (`/proc/self/mountinfo`, `/proc/cpuinfo`) 16 MiB; the kernel's BTF 64 MiB.
+//! - **A directory is listed to a bound too**: at most [`ENTRIES`] entries, the most a
+//!   directory the kernel exports holds (`/proc` with a process for each pid).
+//! - **A mount is a tree of its own.** tracefs and a cgroup directory are trees rooted where
+//!   they are mounted or named ([`Tree::at`]), and their file systems hold no link, so none is
+//!   followed below the root: each part below it is looked at (`lstat`) and must be a
+//!   directory, the last is opened with `O_NOFOLLOW`, and a path with `..` in it is outside.
 //! - **A refusal names the file by its place in the tree and says why**, never what it holds.
 
+use std::borrow::Cow;
+use std::ffi::OsString;
 use std::fs;
-use std::io::Read;
+use std::io::{self, Read};
+#[cfg(not(unix))]
+use std::path::Component;
 use std::path::{Path, PathBuf};
 
 /// The most bytes a sysfs attribute holds (one x86 page; see the module's documentation).
@@ -28,6 +38,11 @@ pub(crate) const TABLE: usize = 16 << 20;
 
 /// The most bytes of a binary blob the kernel exports (`/sys/kernel/btf/vmlinux`: 5 to 8 MB).
 pub(crate) const BLOB: usize = 64 << 20;
+
+/// The most entries a directory is listed to: `PID_MAX_LIMIT` (4,194,304 on a 64-bit kernel,
+/// include/linux/threads.h), the most processes `/proc` lists, and far more than the thousands
+/// of tracefs's subsystems or a cgroup's children.
+pub(crate) const ENTRIES: usize = 1 << 22;
 
 /// Why a file of a system was not read ([`Refused`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +64,14 @@ pub enum Why {
     },
     /// It is not text (UTF-8).
     NotText,
+    /// A part of it below the root is a symbolic link, in a tree that has none (tracefs, the
+    /// cgroup file system).
+    Link,
+    /// It is a directory of more than the most entries listed.
+    TooManyEntries {
+        /// The most entries listed.
+        most: usize,
+    },
 }
 
 /// A file of a system that the reading rule refused, named by its place in the tree and why
@@ -90,6 +113,16 @@ impl std::fmt::Display for Refused {
                 "{path} holds more than {most} bytes, more than the kernel writes there"
             ),
             Why::NotText => write!(f, "{path} is not text (UTF-8)"),
+            Why::Link => write!(
+                f,
+                "{path} is reached through a symbolic link, of which the kernel's file system \
+                 there has none"
+            ),
+            Why::TooManyEntries { most } => write!(
+                f,
+                "{path} holds more than {most} entries, more than a directory the kernel \
+                 exports holds"
+            ),
         }
     }
 }
@@ -99,14 +132,18 @@ impl std::error::Error for Refused {}
 /// A tree of a system: the directory every file read must resolve into.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Tree {
-    /// The root, resolved; `None` where it does not exist (then nothing is read).
+    /// The root, resolved (or as named, where no link is followed); `None` where it does not
+    /// exist (then nothing is read).
     root: Option<PathBuf>,
     /// What tree it is, for refusals.
     kind: &'static str,
+    /// Whether a link below the root is followed (where it leads inside the tree).
+    follows_links: bool,
 }
 
 impl Tree {
-    /// The tree whose root is `root` (resolved here, once).
+    /// The tree whose root is `root` (resolved here, once), whose links are followed where
+    /// they lead inside it: procfs's and sysfs's.
     pub(crate) fn new(root: &Path, kind: &'static str) -> Tree {
         let root = match root.as_os_str().is_empty() {
             true => Path::new("."),
@@ -120,6 +157,18 @@ impl Tree {
         Tree {
             root: resolved,
             kind,
+            follows_links: true,
+        }
+    }
+
+    /// The tree rooted at `root` as it is named (a mount point from the mounts, a cgroup's
+    /// directory), in which no link is followed below the root: tracefs's and the cgroup file
+    /// system's, which hold none. Nothing is looked at to make it.
+    pub(crate) fn at(root: &Path, kind: &'static str) -> Tree {
+        Tree {
+            root: Some(root.to_path_buf()),
+            kind,
+            follows_links: false,
         }
     }
 
@@ -128,28 +177,141 @@ impl Tree {
         self.root.as_deref()
     }
 
-    /// `path` resolved, where it exists; `None` where it does not (or cannot be resolved: a
-    /// dangling link, a loop).
+    /// `path` refused for `why`, as the error of an answer the kernel's way (`InvalidInput`
+    /// where it leads out or is no regular file, `InvalidData` where it holds too much),
+    /// carrying the [`Refused`].
+    fn refusal(&self, path: &Path, why: Why) -> io::Error {
+        let kind = match why {
+            Why::TooLong { .. } | Why::NotText | Why::TooManyEntries { .. } => {
+                io::ErrorKind::InvalidData
+            }
+            _ => io::ErrorKind::InvalidInput,
+        };
+        io::Error::new(
+            kind,
+            Refused {
+                path: path.to_path_buf(),
+                why,
+            },
+        )
+    }
+
+    /// `path` where it is to be opened or looked at: resolved inside the tree, or, in a tree
+    /// that follows no link, `path` itself once each part between the root and its last is
+    /// found a directory and no link.
     ///
     /// # Errors
-    /// [`Why::OutsideTree`] where it resolves outside the tree.
-    fn resolve(&self, path: &Path) -> Result<Option<PathBuf>, Refused> {
+    /// The kernel's where a part cannot be looked at (`NotFound`, `PermissionDenied`);
+    /// `InvalidInput` carrying [`Why::OutsideTree`] or [`Why::Link`] where it leads out.
+    fn locate<'p>(&self, path: &'p Path) -> io::Result<Cow<'p, Path>> {
         let Some(root) = &self.root else {
-            return Ok(None);
+            return Err(io::ErrorKind::NotFound.into());
         };
-        let Ok(resolved) = fs::canonicalize(path) else {
-            return Ok(None);
+        let outside = || {
+            self.refusal(
+                path,
+                Why::OutsideTree {
+                    root: root.clone(),
+                    kind: self.kind,
+                },
+            )
         };
-        if resolved.starts_with(root) {
-            return Ok(Some(resolved));
+        if self.follows_links {
+            let resolved = fs::canonicalize(path)?;
+            return match resolved.starts_with(root) {
+                true => Ok(Cow::Owned(resolved)),
+                false => Err(outside()),
+            };
         }
-        Err(Refused {
-            path: path.to_path_buf(),
-            why: Why::OutsideTree {
-                root: root.clone(),
-                kind: self.kind,
-            },
-        })
+        // The parts between the root and the last, from the root down: each a directory
+        // (`lstat`, a link not followed).
+        let Some(parts) = parents_below(root, path) else {
+            return Err(outside());
+        };
+        for part in parts {
+            let meta = fs::symlink_metadata(part)?;
+            if meta.file_type().is_symlink() {
+                return Err(self.refusal(path, Why::Link));
+            }
+            if !meta.is_dir() {
+                return Err(io::Error::from(io::ErrorKind::NotADirectory));
+            }
+        }
+        Ok(Cow::Borrowed(path))
+    }
+
+    /// The metadata of `path` inside the tree (of what a link inside the tree leads to; in a
+    /// tree that follows none, of `path` itself, a link unfollowed, the root as named).
+    ///
+    /// # Errors
+    /// As the kernel answers (`NotFound`, `PermissionDenied`), and `InvalidInput` carrying a
+    /// [`Refused`] where it leads out of the tree.
+    pub(crate) fn metadata(&self, path: &Path) -> io::Result<fs::Metadata> {
+        let located = self.locate(path)?;
+        self.look(path, &located)
+    }
+
+    /// The metadata of `located` (`path` located), as [`Tree::metadata`].
+    fn look(&self, path: &Path, located: &Path) -> io::Result<fs::Metadata> {
+        match self.follows_last(path) {
+            true => fs::metadata(located),
+            false => fs::symlink_metadata(located),
+        }
+    }
+
+    /// Whether a link in the last part of `path` is followed: in a tree that follows links,
+    /// and at the root of one that does not (as it is named).
+    fn follows_last(&self, path: &Path) -> bool {
+        self.follows_links || self.root.as_deref() == Some(path)
+    }
+
+    /// The directory `path` inside the tree, opened without waiting (`O_DIRECTORY`,
+    /// `O_NONBLOCK`): to be handed to the kernel (a cgroup's for `perf_event_open`) or listed
+    /// by the caller.
+    ///
+    /// # Errors
+    /// As the kernel answers (`NotFound`, `PermissionDenied`, `NotADirectory` for a file or a
+    /// FIFO), and `InvalidInput` carrying a [`Refused`] where it leads out of the tree.
+    pub(crate) fn open_dir(&self, path: &Path) -> io::Result<fs::File> {
+        let located = self.locate(path)?;
+        open_directory(&located, !self.follows_last(path))
+    }
+
+    /// The bytes of the regular file `path` inside the tree, at most `most` of them, opened
+    /// without waiting and looked at before (a FIFO is never opened) and once open.
+    ///
+    /// # Errors
+    /// As the kernel answers (`NotFound`, `PermissionDenied`), and a [`Refused`]:
+    /// `InvalidInput` where it leads out of the tree or is no regular file, `InvalidData`
+    /// where it holds more than `most` bytes.
+    pub(crate) fn load(&self, path: &Path, most: usize) -> io::Result<Vec<u8>> {
+        let not_regular = || self.refusal(path, Why::NotRegular);
+        let located = self.locate(path)?;
+        let meta = self.look(path, &located)?;
+        if meta.file_type().is_symlink() {
+            return Err(self.refusal(path, Why::Link));
+        }
+        if !meta.is_file() {
+            return Err(not_regular());
+        }
+        let file = match open_nonblocking(&located, !self.follows_last(path)) {
+            Ok(file) => file,
+            // `O_NOFOLLOW`'s answer where the last part is a link.
+            #[cfg(unix)]
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(self.refusal(path, Why::Link));
+            }
+            Err(e) => return Err(e),
+        };
+        if !file.metadata()?.is_file() {
+            return Err(not_regular());
+        }
+        let mut bytes = Vec::new();
+        file.take(most as u64 + 1).read_to_end(&mut bytes)?;
+        if bytes.len() > most {
+            return Err(self.refusal(path, Why::TooLong { most }));
+        }
+        Ok(bytes)
     }
 
     /// The bytes of the file at `path`, at most `most` of them; `None` where there is no such
@@ -159,30 +321,13 @@ impl Tree {
     /// [`Refused`] where it leads out of the tree, is not a regular file or holds more than
     /// `most` bytes.
     pub(crate) fn read_bytes(&self, path: &Path, most: usize) -> Result<Option<Vec<u8>>, Refused> {
-        let Some(resolved) = self.resolve(path)? else {
-            return Ok(None);
-        };
-        let refused = |why| Refused {
-            path: path.to_path_buf(),
-            why,
-        };
-        if !fs::metadata(&resolved).is_ok_and(|m| m.is_file()) {
-            return Err(refused(Why::NotRegular));
+        match self.load(path, most) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) => match refused_in(&e) {
+                Some(refused) => Err(refused.clone()),
+                None => Ok(None),
+            },
         }
-        let Ok(file) = open_nonblocking(&resolved) else {
-            return Ok(None);
-        };
-        if !file.metadata().is_ok_and(|m| m.is_file()) {
-            return Err(refused(Why::NotRegular));
-        }
-        let mut bytes = Vec::new();
-        if file.take(most as u64 + 1).read_to_end(&mut bytes).is_err() {
-            return Ok(None);
-        }
-        if bytes.len() > most {
-            return Err(refused(Why::TooLong { most }));
-        }
-        Ok(Some(bytes))
     }
 
     /// The text of the file at `path`, at most `most` bytes; `None` where there is no such
@@ -221,37 +366,116 @@ impl Tree {
     /// `path` resolved inside the tree, where it is a regular file there: a file read again
     /// and again ([`read_into`]) is found once.
     pub(crate) fn resolved_file(&self, path: &Path) -> Option<PathBuf> {
-        let resolved = self.resolve(path).ok()??;
-        resolved.is_file().then_some(resolved)
+        let located = self.locate(path).ok()?;
+        let meta = self.look(path, &located).ok()?;
+        meta.is_file().then(|| located.into_owned())
+    }
+
+    /// `path` resolved inside the tree, where it is a directory there: a directory opened
+    /// again and again ([`open_directory`], [`count_entries`]) is found once.
+    pub(crate) fn resolved_dir(&self, path: &Path) -> Option<PathBuf> {
+        let located = self.locate(path).ok()?;
+        let meta = self.look(path, &located).ok()?;
+        meta.is_dir().then(|| located.into_owned())
     }
 
     /// The names in the directory `dir`, sorted; none where it does not exist or leads out of
     /// the tree.
     pub(crate) fn names(&self, dir: &Path) -> Vec<String> {
-        self.entries(dir, |_| true)
+        self.list(dir, |_| true).map(utf8).unwrap_or_default()
     }
 
     /// The names of the directories in the directory `dir` (no link followed), sorted; none
     /// where it does not exist or leads out of the tree.
     pub(crate) fn subdirectories(&self, dir: &Path) -> Vec<String> {
-        self.entries(dir, |entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        self.list(dir, |entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+            .map(utf8)
+            .unwrap_or_default()
     }
 
-    fn entries(&self, dir: &Path, keep: impl Fn(&fs::DirEntry) -> bool) -> Vec<String> {
-        let Ok(Some(resolved)) = self.resolve(dir) else {
+    /// The names of the directories in the directory `dir` (no link followed) that hold a
+    /// regular file `file` (looked at without following a link), sorted; none where `dir`
+    /// does not exist or leads out of the tree. One look for each directory, as tracefs's
+    /// thousands of `events/SUBSYSTEM/EVENT/id` want.
+    #[cfg(unix)]
+    pub(crate) fn subdirectories_holding(&self, dir: &Path, file: &str) -> Vec<String> {
+        let Ok(located) = self.locate_dir(dir) else {
             return Vec::new();
         };
-        let mut names: Vec<String> = fs::read_dir(resolved)
-            .map(|entries| {
-                entries
-                    .filter_map(|e| e.ok())
-                    .filter(|e| keep(e))
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort_unstable();
+        let Ok(listed) = self.listing(dir, &located, |entry| {
+            entry.file_type().is_ok_and(|t| t.is_dir())
+        }) else {
+            return Vec::new();
+        };
+        // One path's bytes, each name and the file appended and cut off again (a push and a
+        // pop would parse the path for each of thousands).
+        use std::os::unix::ffi::OsStrExt;
+        let mut path = located.as_os_str().as_bytes().to_vec();
+        let base = path.len();
+        let mut names = utf8(listed);
+        names.retain(|name| {
+            for part in [name.as_bytes(), file.as_bytes()] {
+                path.push(b'/');
+                path.extend_from_slice(part);
+            }
+            let file = Path::new(std::ffi::OsStr::from_bytes(&path));
+            let holds = fs::symlink_metadata(file).is_ok_and(|m| m.is_file());
+            path.truncate(base);
+            holds
+        });
         names
+    }
+
+    /// The names in the directory `dir` that `keep` keeps, in the order the directory lists
+    /// them, at most [`ENTRIES`].
+    ///
+    /// # Errors
+    /// As the kernel answers (`NotFound`, `PermissionDenied`, `NotADirectory`), and a
+    /// [`Refused`] where it leads out of the tree (`InvalidInput`) or holds more than
+    /// [`ENTRIES`] entries (`InvalidData`).
+    pub(crate) fn list(
+        &self,
+        dir: &Path,
+        keep: impl Fn(&fs::DirEntry) -> bool,
+    ) -> io::Result<Vec<OsString>> {
+        let located = self.locate_dir(dir)?;
+        self.listing(dir, &located, keep)
+    }
+
+    /// `dir` located ([`Tree::locate`]), and, below the root of a tree that follows no link,
+    /// looked at: a directory, no link.
+    fn locate_dir<'p>(&self, dir: &'p Path) -> io::Result<Cow<'p, Path>> {
+        let located = self.locate(dir)?;
+        if !self.follows_last(dir) {
+            let meta = fs::symlink_metadata(&located)?;
+            if meta.file_type().is_symlink() {
+                return Err(self.refusal(dir, Why::Link));
+            }
+            if !meta.is_dir() {
+                return Err(io::ErrorKind::NotADirectory.into());
+            }
+        }
+        Ok(located)
+    }
+
+    /// The listing of the directory `located` (`dir` located), as [`Tree::list`].
+    fn listing(
+        &self,
+        dir: &Path,
+        located: &Path,
+        keep: impl Fn(&fs::DirEntry) -> bool,
+    ) -> io::Result<Vec<OsString>> {
+        let mut names = Vec::new();
+        for (listed, entry) in fs::read_dir(located)?.enumerate() {
+            if listed == ENTRIES {
+                return Err(self.refusal(dir, Why::TooManyEntries { most: ENTRIES }));
+            }
+            let Ok(entry) = entry else { continue };
+            if keep(&entry) {
+                names.push(entry.file_name());
+            }
+        }
+        Ok(names)
     }
 
     /// Whether `path` is a directory inside the tree.
@@ -259,27 +483,96 @@ impl Tree {
     /// # Errors
     /// [`Why::OutsideTree`] where it leads out of the tree.
     pub(crate) fn is_dir(&self, path: &Path) -> Result<bool, Refused> {
-        Ok(self
-            .resolve(path)?
-            .is_some_and(|resolved| resolved.is_dir()))
+        match self.metadata(path) {
+            Ok(meta) => Ok(meta.is_dir()),
+            Err(e) => match refused_in(&e) {
+                Some(refused) => Err(refused.clone()),
+                None => Ok(false),
+            },
+        }
     }
 
     /// Whether `path` is a regular file inside the tree.
     pub(crate) fn is_file(&self, path: &Path) -> bool {
-        matches!(self.resolve(path), Ok(Some(resolved)) if resolved.is_file())
+        self.metadata(path).is_ok_and(|m| m.is_file())
     }
 
     /// Whether `path` exists inside the tree.
     pub(crate) fn exists(&self, path: &Path) -> bool {
-        matches!(self.resolve(path), Ok(Some(_)))
+        self.metadata(path).is_ok()
     }
+}
+
+/// The directories between `root` and `path`'s last part, from the root down, where `path`
+/// lies below `root` by name (`root/a/b/c`: `root/a`, `root/a/b`; no part empty, `.` or
+/// `..`); `None` where it does not. Told from the bytes (a `list` asks for thousands).
+#[cfg(unix)]
+fn parents_below<'p>(root: &Path, path: &'p Path) -> Option<impl Iterator<Item = &'p Path>> {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    let root = root.as_os_str().as_bytes();
+    let root = match root.len() > 1 {
+        true => root.strip_suffix(b"/").unwrap_or(root),
+        false => root,
+    };
+    let rest = bytes.strip_prefix(root)?;
+    let rest = match rest.is_empty() || root.ends_with(b"/") {
+        true => rest,
+        false => rest.strip_prefix(b"/")?,
+    };
+    let plain = |part: &[u8]| !part.is_empty() && part != b"." && part != b"..";
+    if !rest.is_empty() && !rest.split(|b| *b == b'/').all(plain) {
+        return None;
+    }
+    // The end of each part but the last, in `bytes`.
+    let start = bytes.len() - rest.len();
+    let ends = rest
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'/')
+        .map(move |(at, _)| start + at);
+    Some(ends.map(move |end| Path::new(OsStr::from_bytes(&bytes[..end]))))
+}
+
+/// As the Unix one: the directories between `root` and `path`'s last part.
+#[cfg(not(unix))]
+fn parents_below<'p>(root: &Path, path: &'p Path) -> Option<impl Iterator<Item = &'p Path>> {
+    let below = path.strip_prefix(root).ok()?;
+    if !below
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)))
+    {
+        return None;
+    }
+    let depth = below.components().count();
+    Some(
+        (1..depth)
+            .rev()
+            .filter_map(move |up| path.ancestors().nth(up)),
+    )
+}
+
+/// The [`Refused`] an error of the rule's carries; `None` for the kernel's own answers.
+pub(crate) fn refused_in(error: &io::Error) -> Option<&Refused> {
+    error.get_ref()?.downcast_ref::<Refused>()
+}
+
+/// The names that are UTF-8 (the kernel's all are), sorted.
+fn utf8(names: Vec<OsString>) -> Vec<String> {
+    let mut names: Vec<String> = names
+        .into_iter()
+        .filter_map(|name| name.into_string().ok())
+        .collect();
+    names.sort_unstable();
+    names
 }
 
 /// The bytes of the file `resolved` (a path [`Tree::resolved_file`] gave) read into `buffer`,
 /// as many as it holds, allocating nothing: how many; `None` where it cannot be read, is no
 /// regular file now, or does not fit.
 pub(crate) fn read_into(resolved: &Path, buffer: &mut [u8]) -> Option<usize> {
-    let mut file = open_nonblocking(resolved).ok()?;
+    let mut file = open_nonblocking(resolved, false).ok()?;
     if !file.metadata().is_ok_and(|m| m.is_file()) {
         return None;
     }
@@ -297,21 +590,119 @@ pub(crate) fn read_into(resolved: &Path, buffer: &mut [u8]) -> Option<usize> {
     }
 }
 
-/// `path` opened for reading without waiting: a FIFO opens at once (and is then refused).
-fn open_nonblocking(path: &Path) -> std::io::Result<fs::File> {
+/// How many entries the directory `resolved` (a path [`Tree::resolved_dir`] gave) lists now;
+/// `None` where it cannot be listed or lists more than [`ENTRIES`].
+pub(crate) fn count_entries(resolved: &Path) -> Option<usize> {
+    let count = fs::read_dir(resolved).ok()?.take(ENTRIES + 1).count();
+    (count <= ENTRIES).then_some(count)
+}
+
+/// The directory `resolved` opened without waiting (`O_DIRECTORY`: a file or a FIFO is
+/// refused by the kernel, `ENOTDIR`), a link in its last part refused where `no_follow`.
+pub(crate) fn open_directory(resolved: &Path, no_follow: bool) -> io::Result<fs::File> {
     let mut options = fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
+        let no_follow = if no_follow { libc::O_NOFOLLOW } else { 0 };
+        options.custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | no_follow);
     }
+    #[cfg(not(unix))]
+    let _ = no_follow;
+    options.open(resolved)
+}
+
+/// `path` opened for reading without waiting: a FIFO opens at once (and is then refused); a
+/// link in its last part refused (`ELOOP`) where `no_follow`.
+fn open_nonblocking(path: &Path, no_follow: bool) -> io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let no_follow = if no_follow { libc::O_NOFOLLOW } else { 0 };
+        options.custom_flags(libc::O_NONBLOCK | no_follow);
+    }
+    #[cfg(not(unix))]
+    let _ = no_follow;
     options.open(path)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What opens, lists or looks at a file: only this file's code may call it.
+    const OPENS: [&str; 10] = [
+        "fs::read_to_string(",
+        "fs::read(",
+        "fs::read_dir(",
+        "read_link(",
+        "fs::OpenOptions",
+        "File::open(",
+        "fs::metadata(",
+        "fs::symlink_metadata(",
+        "fs::canonicalize(",
+        "fs::File::open(",
+    ];
+
+    /// The code of a file of the crate outside its tests (the module `tests` at its end, or
+    /// `mod testing;`), its comments left out; `None` where a test item lies elsewhere.
+    fn shipped(text: &str) -> Option<String> {
+        let mut code = String::new();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            if line.trim() == "#[cfg(test)]" {
+                let next = lines.next()?.trim();
+                if next == "mod testing;" {
+                    continue;
+                }
+                // The module of tests ends the file.
+                return (next == "mod tests {" && text.trim_end().ends_with('}')).then_some(code);
+            }
+            code.push_str(line.split("//").next().unwrap_or(""));
+            code.push('\n');
+        }
+        Some(code)
+    }
+
+    /// Oracle: the crate's own sources. Every file of the machine (procfs, sysfs, tracefs,
+    /// a cgroup's) is opened, listed and looked at by this file's rule alone: no other file
+    /// of the crate calls what opens one, outside its tests.
+    #[test]
+    fn no_file_but_the_rules_opens_the_machines_files() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files: Vec<PathBuf> = fs::read_dir(&src)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .collect();
+        files.sort();
+        assert!(files.len() > 10, "the crate's files: {files:?}");
+        let mut openers = Vec::new();
+        for file in files {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            // This file; and the tests' trees, a module compiled for the tests alone.
+            if name == "rule.rs" || name == "testing.rs" {
+                continue;
+            }
+            let text = fs::read_to_string(&file).unwrap();
+            let Some(code) = shipped(&text) else {
+                panic!("{name}: a test item outside the module `tests` at its end");
+            };
+            for call in OPENS.into_iter().filter(|call| code.contains(call)) {
+                openers.push(format!("{name}: {call}"));
+            }
+        }
+        assert!(
+            openers.is_empty(),
+            "files of the machine opened outside the rule (system/src/rule.rs): {openers:#?}"
+        );
+        assert!(shipped("fn a() {}\n#[cfg(test)]\nfn b() {}\nfn c() {}\n").is_none());
+        let code = shipped("let a = 1; // fs::read_dir(x)\n#[cfg(test)]\nmod tests {\n}\n");
+        assert_eq!(code.as_deref(), Some("let a = 1; \n"));
+    }
     use counterhal_conformance::skip;
     use counterhal_conformance::skip::Need;
     use std::sync::mpsc;
@@ -428,6 +819,57 @@ mod tests {
         assert_eq!(tree.read(&dir.join("tree/none"), PAGE), Ok(None));
         fs::remove_dir_all(&dir).unwrap();
         fs::remove_dir_all(&outside).unwrap();
+    }
+
+    /// A tree rooted at a mount (tracefs's, a cgroup's) follows no link below its root, and
+    /// what lies outside it by name (`..`, another directory) is outside. Oracle: the kernel's
+    /// `lstat` of each part, `O_NOFOLLOW` and `O_DIRECTORY` (`ENOTDIR` for a file).
+    #[cfg(unix)]
+    #[test]
+    fn a_tree_at_a_mount_follows_no_link() {
+        use std::os::unix::fs::symlink;
+        let dir = scratch("at");
+        fs::create_dir_all(dir.join("a/b")).unwrap();
+        fs::write(dir.join("a/b/id"), "7\n").unwrap();
+        symlink("a", dir.join("link")).unwrap();
+        symlink(dir.join("a/b/id"), dir.join("a/id")).unwrap();
+        let tree = Tree::at(&dir, "tracefs");
+        assert_eq!(tree.load(&dir.join("a/b/id"), 64).unwrap(), b"7\n");
+        for linked in ["link/b/id", "a/id"] {
+            let error = tree.load(&dir.join(linked), 64).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{linked}");
+            assert_eq!(refused_in(&error).unwrap().why(), &Why::Link, "{linked}");
+            assert!(error.to_string().contains("symbolic link"), "{error}");
+        }
+        assert!(tree.list(&dir.join("link"), |_| true).is_err());
+        assert_eq!(tree.subdirectories(&dir), ["a"]);
+        assert_eq!(tree.names(&dir.join("a")), ["b", "id"]);
+        let outside = tree.load(&dir.join("a/../a/b/id"), 64).unwrap_err();
+        assert!(matches!(
+            refused_in(&outside).unwrap().why(),
+            Why::OutsideTree { .. }
+        ));
+        assert!(tree.metadata(Path::new("/etc/hostname")).is_err());
+        assert!(tree.metadata(&dir).unwrap().is_dir());
+        assert!(tree.open_dir(&dir.join("a/b")).is_ok());
+        let file = tree.open_dir(&dir.join("a/b/id")).unwrap_err();
+        assert_eq!(file.raw_os_error(), Some(libc::ENOTDIR));
+        assert_eq!(
+            tree.load(&dir.join("a/none/id"), 64).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        let parents = |root: &str, path: &'static str| {
+            parents_below(Path::new(root), Path::new(path))
+                .map(|parts| parts.map(|p| p.to_str().unwrap()).collect::<Vec<_>>())
+        };
+        assert_eq!(parents("/t", "/t/a/b/id").unwrap(), ["/t/a", "/t/a/b"]);
+        assert_eq!(parents("/t/", "/t/a/b").unwrap(), ["/t/a"]);
+        assert_eq!(parents("/", "/a/b").unwrap(), ["/a"]);
+        assert!(parents("/t", "/t").unwrap().is_empty());
+        for outside in ["/tx/a", "/t/./a", "/t//a", "/u/a", "/t/a/.."] {
+            assert_eq!(parents("/t", outside), None, "{outside}");
+        }
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A file longer than its bound is refused after reading one byte more than the bound,

@@ -99,6 +99,7 @@ pub(super) fn assemble(
         core_types: cores.types,
         generalized: Arc::default(),
         mount_tracefs: false,
+        tracefs: Default::default(),
     }
 }
 
