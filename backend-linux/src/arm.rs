@@ -17,18 +17,10 @@ use crate::pmus::Pmu;
 /// `PERF_TYPE_RAW`.
 const TYPE_RAW: u32 = 4;
 
-/// The first CPU of a `cpus` list (`0-3`, `4,5`).
-fn first_cpu(list: &str) -> Option<u32> {
-    list.trim()
-        .split([',', '-'])
-        .next()
-        .and_then(|n| n.trim().parse().ok())
-}
-
 /// The database model id of the CPUs `pmu` counts on, by the MIDR of its first CPU (from the
 /// database's index: no model is parsed).
 fn model_of<'d>(pmu: &Pmu, system: &System, database: &'d Database) -> Option<&'d str> {
-    let cpu = first_cpu(&pmu.read("cpus").ok()??)?;
+    let cpu = *pmu.core_cpus().ok()??.first()?;
     let identity = CpuIdentity::from_midr(system.midr(cpu)?)?;
     database.detect_core_id(&identity, None)
 }
@@ -133,8 +125,6 @@ mod tests {
             panic!("not a perf attr");
         };
         assert_eq!(attr.type_, TYPE_RAW);
-        assert_eq!(first_cpu("4,5"), Some(4));
-        assert_eq!(first_cpu(""), None);
         let _ = std::fs::remove_dir_all(root);
     }
 }

@@ -106,7 +106,7 @@ fn rdpmc_status(system: &System, cores: &[String]) -> String {
                 let access = system.perf_user_access()?;
                 return Some(format!("{pmu}: kernel.perf_user_access = {access}"));
             }
-            let value = device.file("rdpmc").ok()??;
+            let value = device.rdpmc().ok()??;
             Some(format!("{pmu}/rdpmc = {value}"))
         })
         .collect();

@@ -453,7 +453,7 @@ mod tests {
             rapl: false,
             zone: "package-0".into(),
             source: None,
-            file: "energy_uj",
+            file: counterhal_system::RaplAttribute::Energy,
             description: String::new(),
             wraps_at: Some(1_000),
         };

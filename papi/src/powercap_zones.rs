@@ -6,31 +6,31 @@
 //! followed only where it stays inside the tree, only regular files of at most a page are
 //! read (never a FIFO or a device), and a file refused so is no event.
 
-use counterhal_system::{RaplZone, System};
+use counterhal_system::{RaplAttribute, RaplZone, System};
 
 /// A package zone's events: PAPI's name and the file.
-const PACKAGE_EVENTS: [(&str, &str); 10] = [
-    ("ENERGY_UJ", "energy_uj"),
-    ("MAX_ENERGY_RANGE_UJ", "max_energy_range_uj"),
-    ("MAX_POWER_A_UW", "constraint_0_max_power_uw"),
-    ("POWER_LIMIT_A_UW", "constraint_0_power_limit_uw"),
-    ("TIME_WINDOW_A_US", "constraint_0_time_window_us"),
-    ("MAX_POWER_B_UW", "constraint_1_max_power_uw"),
-    ("POWER_LIMIT_B_UW", "constraint_1_power_limit_uw"),
-    ("TIME_WINDOW_B", "constraint_1_time_window_us"),
-    ("ENABLED", "enabled"),
-    ("NAME", "name"),
+const PACKAGE_EVENTS: [(&str, RaplAttribute); 10] = [
+    ("ENERGY_UJ", RaplAttribute::Energy),
+    ("MAX_ENERGY_RANGE_UJ", RaplAttribute::MaxEnergyRange),
+    ("MAX_POWER_A_UW", RaplAttribute::MaxPower(0)),
+    ("POWER_LIMIT_A_UW", RaplAttribute::PowerLimit(0)),
+    ("TIME_WINDOW_A_US", RaplAttribute::TimeWindow(0)),
+    ("MAX_POWER_B_UW", RaplAttribute::MaxPower(1)),
+    ("POWER_LIMIT_B_UW", RaplAttribute::PowerLimit(1)),
+    ("TIME_WINDOW_B", RaplAttribute::TimeWindow(1)),
+    ("ENABLED", RaplAttribute::Enabled),
+    ("NAME", RaplAttribute::Name),
 ];
 
 /// A subzone's events (the package's but the second constraint).
-const SUBZONE_EVENTS: [(&str, &str); 7] = [
-    ("ENERGY_UJ", "energy_uj"),
-    ("MAX_ENERGY_RANGE_UJ", "max_energy_range_uj"),
-    ("MAX_POWER_A_UW", "constraint_0_max_power_uw"),
-    ("POWER_LIMIT_A_UW", "constraint_0_power_limit_uw"),
-    ("TIME_WINDOW_A_US", "constraint_0_time_window_us"),
-    ("ENABLED", "enabled"),
-    ("NAME", "name"),
+const SUBZONE_EVENTS: [(&str, RaplAttribute); 7] = [
+    ("ENERGY_UJ", RaplAttribute::Energy),
+    ("MAX_ENERGY_RANGE_UJ", RaplAttribute::MaxEnergyRange),
+    ("MAX_POWER_A_UW", RaplAttribute::MaxPower(0)),
+    ("POWER_LIMIT_A_UW", RaplAttribute::PowerLimit(0)),
+    ("TIME_WINDOW_A_US", RaplAttribute::TimeWindow(0)),
+    ("ENABLED", RaplAttribute::Enabled),
+    ("NAME", RaplAttribute::Name),
 ];
 
 /// One event: its name after `powercap:::` (or `rapl:::`), its file, its description, and
@@ -49,7 +49,7 @@ pub struct ZoneEvent {
     /// of `/sys` or `COUNTERHAL_SYSFS`: see the module's rules.
     pub source: Option<RaplZone>,
     /// The file read (`energy_uj`).
-    pub file: &'static str,
+    pub file: RaplAttribute,
     /// The zone's name for a `NAME` event; empty for the others, as PAPI's.
     pub description: String,
     /// For an energy event, `max_energy_range_uj` of its zone (0 where unreadable).
@@ -75,7 +75,7 @@ pub fn value(event: &ZoneEvent) -> i64 {
     let text = event
         .source
         .as_ref()
-        .and_then(|zone| zone.file(event.file).ok()?);
+        .and_then(|zone| zone.attribute(event.file).ok()?);
     text.map_or(0, |text| number(&text))
 }
 
@@ -83,14 +83,14 @@ pub fn value(event: &ZoneEvent) -> i64 {
 /// `COUNTERHAL_SYSFS`) for sockets `0..sockets`, in PAPI's order.
 pub fn discover(system: &System, sockets: i32) -> Vec<ZoneEvent> {
     let mut events = Vec::new();
-    let mut zone = |zone: RaplZone, suffix: String, table: &[(&str, &'static str)]| {
+    let mut zone = |zone: RaplZone, suffix: String, table: &[(&str, RaplAttribute)]| {
         let zone_name = zone.name().unwrap_or_default();
         for (event, file) in table {
             // A file the tree's rules refuse (a link out, a FIFO, a device, too long) is no
             // event; one that exists but cannot be read (root's only) is, reading 0.
-            let text = match zone.file(file) {
+            let text = match zone.attribute(*file) {
                 Err(_) => continue,
-                Ok(None) if !zone.has_file(file) => continue,
+                Ok(None) if !zone.has(*file) => continue,
                 Ok(text) => text.unwrap_or_default(),
             };
             let description = match *event {
@@ -98,7 +98,7 @@ pub fn discover(system: &System, sockets: i32) -> Vec<ZoneEvent> {
                 _ => String::new(),
             };
             let wraps_at = (*event == "ENERGY_UJ").then(|| {
-                zone.file("max_energy_range_uj")
+                zone.attribute(RaplAttribute::MaxEnergyRange)
                     .ok()
                     .flatten()
                     .map_or(0, |text| number(&text))
@@ -109,7 +109,7 @@ pub fn discover(system: &System, sockets: i32) -> Vec<ZoneEvent> {
                 zone: zone_name.clone(),
                 wraps_at,
                 source: Some(zone.clone()),
-                file,
+                file: *file,
                 description,
             });
         }

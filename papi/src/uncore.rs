@@ -306,8 +306,7 @@ fn number(text: &str) -> Option<u64> {
 /// The first CPU of `system`'s kernel PMU `pmu`'s `cpumask` (`0`, `0,18`, `0-3`), where perf
 /// opens its events; `None` where the PMU is not there.
 pub fn first_cpu(system: &counterhal_system::System, pmu: &str) -> Option<u32> {
-    let mask = system.pmu(pmu)?.file("cpumask").ok()??;
-    counterhal_system::parse_cpu_list(&mask)?.first().copied()
+    system.pmu(pmu)?.cpumask().ok()??.first().copied()
 }
 
 /// The component's description, as PAPI 7.0's perf_event_uncore.c gives it.

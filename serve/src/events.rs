@@ -381,8 +381,8 @@ fn pmu_of(event: &ResolvedEvent, devices: &PmuDevices) -> (String, Option<CpuLis
     });
     let device = devices.device(&name).ok().flatten();
     let cpus = device
-        .and_then(|device| device.file("cpumask").ok().flatten())
-        .and_then(|text| text.parse::<CpuList>().ok())
+        .and_then(|device| device.cpumask().ok().flatten())
+        .map(CpuList::from_cpus)
         .filter(|cpus| !cpus.is_empty());
     (name, cpus)
 }

@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(stat.field(RSS), Some(3));
         let process = Process::now(&Constants::read(&System::host()));
         let status = System::host().process_status("self").unwrap();
-        let vm_size_kib = status.kib("VmSize").unwrap();
+        let vm_size_kib = status.kib(counterhal_system::MemorySize::Virtual).unwrap();
         let ours = process.virtual_memory_bytes.unwrap() / 1024;
         // Other tests' threads map and unmap stacks meanwhile.
         assert!(

@@ -181,17 +181,9 @@ fn core_pmu_slots(system: &System) -> Option<f64> {
         .iter()
         .filter_map(|name| pmus.device(name).ok().flatten())
         .find(|pmu| pmu.has_file("cpus"))?;
-    slots_value(&core.file("caps/slots").ok()??)
-}
-
-/// A `caps/slots` file's value (`0x00000005`); `None` for 0, which perf takes as no value.
-fn slots_value(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let value = match text.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16).ok()?,
-        None => text.parse().ok()?,
-    };
-    (value != 0).then_some(value as f64)
+    // 0 perf takes as no value.
+    let slots = core.slots().ok()??;
+    (slots != 0).then_some(slots as f64)
 }
 
 /// What a `#` constant means, when counterhal knows it.
@@ -357,16 +349,6 @@ mod tests {
             compared += 1;
         }
         assert_eq!(compared, 5, "perf 7.2 printed: {text}");
-    }
-
-    /// Oracle: perf 6.12's arm64 `perf_pmu__cpu_slots_per_cycle` (filename__read_ull of
-    /// caps/slots, 0 read as no value) and the arm_pmuv3 driver's `0x%08x` format.
-    #[test]
-    fn slots_read_as_perf_reads_them() {
-        assert_eq!(slots_value("0x00000005\n"), Some(5.0));
-        assert_eq!(slots_value("0x00000000\n"), None);
-        assert_eq!(slots_value("8"), Some(8.0));
-        assert_eq!(slots_value("junk"), None);
     }
 
     /// A `--sysfs` tree's `caps/slots` is read by the tree's rules: a FIFO there is not

@@ -121,13 +121,56 @@ impl PmuDevice {
         &self.dir
     }
 
-    /// The text of its file `file` (`cpus`, `caps/slots`, `format/event`), trimmed; `None`
+    /// The text of its file `file` (`alias`, `caps/slots`, `format/event`), trimmed; `None`
     /// where it has none.
     ///
     /// # Errors
     /// [`Refused`] where the file breaks the reading rule.
-    pub fn file(&self, file: &str) -> Result<Option<String>, Refused> {
+    fn file(&self, file: &str) -> Result<Option<String>, Refused> {
         self.tree.attribute(&self.dir.join(file))
+    }
+
+    /// Its `caps/slots`: the topdown slots a core issues each cycle (Intel's core PMU since
+    /// Ice Lake, `0x00000005` hexadecimal or decimal as the kernel writes it); `None` where it
+    /// has none or it is no number.
+    ///
+    /// # Errors
+    /// [`Refused`] where the file breaks the reading rule.
+    pub fn slots(&self) -> Result<Option<u64>, Refused> {
+        Ok(self
+            .file("caps/slots")?
+            .and_then(|text| match text.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => text.parse().ok(),
+            }))
+    }
+
+    /// Its `rdpmc` (an x86 core PMU's): whether user space may read the counters, 0 never,
+    /// 1 while an event is mapped, 2 always (Documentation/ABI/testing/sysfs-bus-event_source-devices-rdpmc);
+    /// `None` where it has none or it is no number.
+    ///
+    /// # Errors
+    /// [`Refused`] where the file breaks the reading rule.
+    pub fn rdpmc(&self) -> Result<Option<u32>, Refused> {
+        Ok(self.file("rdpmc")?.and_then(|text| text.parse().ok()))
+    }
+
+    /// Its `cpumask`: the CPUs an uncore PMU's events open on (one a package, die or cache);
+    /// `None` where it has none (or a list that does not parse).
+    ///
+    /// # Errors
+    /// [`Refused`] where the file breaks the reading rule.
+    pub fn cpumask(&self) -> Result<Option<Vec<u32>>, Refused> {
+        Ok(self.file("cpumask")?.and_then(|text| parse_cpu_list(&text)))
+    }
+
+    /// Its `cpus`: the CPUs of a core PMU of a hybrid or Arm system (`cpu_core`,
+    /// `armv8_pmuv3_0`); `None` where it has none (or a list that does not parse).
+    ///
+    /// # Errors
+    /// [`Refused`] where the file breaks the reading rule.
+    pub fn core_cpus(&self) -> Result<Option<Vec<u32>>, Refused> {
+        Ok(self.file("cpus")?.and_then(|text| parse_cpu_list(&text)))
     }
 
     /// Whether it has a regular file `file` (`cpus`, `format/thresh`, `events/slots`).
@@ -148,12 +191,10 @@ impl PmuDevice {
     /// # Errors
     /// [`Refused`] where either file breaks the reading rule.
     pub fn cpus(&self) -> Result<Option<Vec<u32>>, Refused> {
-        for file in ["cpumask", "cpus"] {
-            if let Some(list) = self.file(file)?.and_then(|text| parse_cpu_list(&text)) {
-                return Ok(Some(list));
-            }
+        match self.cpumask()? {
+            Some(list) => Ok(Some(list)),
+            None => self.core_cpus(),
         }
-        Ok(None)
     }
 
     /// Its `caps/` files (`max_precise`, `pmu_name`, `branches`), name and contents, sorted
@@ -311,6 +352,9 @@ mod tests {
                 ("cpu_core/cpus", "0-7\n"),
                 ("cpu_core/caps/pmu_name", "alderlake_hybrid\n"),
                 ("cpu_core/caps/max_precise", "3\n"),
+                ("cpu_core/caps/slots", "0x00000008\n"),
+                ("cpu_core/rdpmc", "2\n"),
+                ("uncore_imc_0/caps/slots", "junk\n"),
                 ("notype/format/event", "config:0-7\n"),
             ],
         );
@@ -336,12 +380,21 @@ mod tests {
         assert!(therm.snapshot && therm.scale.is_none());
         let core = system.pmu("cpu_core").unwrap();
         assert_eq!(core.cpus(), Ok(Some((0..8).collect())));
+        assert_eq!(core.core_cpus(), core.cpus());
+        assert_eq!((core.cpumask(), imc.core_cpus()), (Ok(None), Ok(None)));
+        assert_eq!(imc.cpumask(), imc.cpus());
         assert!(core.has_file("cpus") && !core.has_file("cpumask"));
+        // caps/slots as perf 6.12's arm64 `perf_pmu__cpu_slots_per_cycle` reads it
+        // (filename__read_ull), written `0x%08x` by the arm_pmuv3 driver.
+        assert_eq!(core.slots(), Ok(Some(8)));
+        assert_eq!((core.rdpmc(), imc.rdpmc()), (Ok(Some(2)), Ok(None)));
+        assert_eq!(imc.slots(), Ok(None), "no number");
         assert_eq!(
             core.caps(),
             [
                 ("max_precise".to_string(), "3".to_string()),
-                ("pmu_name".to_string(), "alderlake_hybrid".to_string())
+                ("pmu_name".to_string(), "alderlake_hybrid".to_string()),
+                ("slots".to_string(), "0x00000008".to_string())
             ]
         );
         assert_eq!(system.pmu("msr").unwrap().cpus(), Ok(None));

@@ -14,6 +14,41 @@ pub struct RaplZone {
     tree: Tree,
 }
 
+/// One file of a RAPL zone (Documentation/ABI/testing/sysfs-class-powercap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RaplAttribute {
+    /// Its name (`name`: `package-0`, `core`, `dram`).
+    Name,
+    /// Whether it is enabled (`enabled`: 0 or 1).
+    Enabled,
+    /// Its energy counter in microjoules (`energy_uj`, root's alone since Linux 5.10).
+    Energy,
+    /// The value its energy counter wraps at (`max_energy_range_uj`).
+    MaxEnergyRange,
+    /// A power limit's most power (`constraint_N_max_power_uw`; 0 the long term, 1 the short).
+    MaxPower(u8),
+    /// A power limit (`constraint_N_power_limit_uw`).
+    PowerLimit(u8),
+    /// A power limit's time window (`constraint_N_time_window_us`).
+    TimeWindow(u8),
+}
+
+impl RaplAttribute {
+    /// Its file's name (`energy_uj`, `constraint_0_power_limit_uw`).
+    fn file_name(self) -> String {
+        match self {
+            RaplAttribute::Name => "name".to_string(),
+            RaplAttribute::Enabled => "enabled".to_string(),
+            RaplAttribute::Energy => "energy_uj".to_string(),
+            RaplAttribute::MaxEnergyRange => "max_energy_range_uj".to_string(),
+            RaplAttribute::MaxPower(n) => format!("constraint_{n}_max_power_uw"),
+            RaplAttribute::PowerLimit(n) => format!("constraint_{n}_power_limit_uw"),
+            RaplAttribute::TimeWindow(n) => format!("constraint_{n}_time_window_us"),
+        }
+    }
+}
+
 impl RaplZone {
     /// Its directory, to name it.
     pub fn dir(&self) -> &Path {
@@ -22,22 +57,21 @@ impl RaplZone {
 
     /// Its name (`name`: `package-0`, `core`, `dram`), where it can be read.
     pub fn name(&self) -> Option<String> {
-        self.file("name").ok().flatten()
+        self.attribute(RaplAttribute::Name).ok().flatten()
     }
 
-    /// The text of its file `file` (`energy_uj`, `constraint_0_power_limit_uw`), trimmed;
-    /// `None` where it has none or it cannot be read (`energy_uj` is root's alone since
-    /// Linux 5.10).
+    /// The text of its file `attribute`, trimmed; `None` where it has none or it cannot be
+    /// read (`energy_uj` is root's alone since Linux 5.10).
     ///
     /// # Errors
     /// [`Refused`] where the file breaks the reading rule.
-    pub fn file(&self, file: &str) -> Result<Option<String>, Refused> {
-        self.tree.attribute(&self.dir.join(file))
+    pub fn attribute(&self, attribute: RaplAttribute) -> Result<Option<String>, Refused> {
+        self.tree.attribute(&self.dir.join(attribute.file_name()))
     }
 
-    /// Whether it has a file `file`, readable or not.
-    pub fn has_file(&self, file: &str) -> bool {
-        self.tree.exists(&self.dir.join(file))
+    /// Whether it has the file `attribute`, readable or not.
+    pub fn has(&self, attribute: RaplAttribute) -> bool {
+        self.tree.exists(&self.dir.join(attribute.file_name()))
     }
 }
 
@@ -85,9 +119,14 @@ mod tests {
         let system = System::host().with_sysfs(&root);
         let package = system.rapl_zone(0, None).unwrap();
         assert_eq!(package.name().as_deref(), Some("package-0"));
-        assert_eq!(package.file("energy_uj"), Ok(Some("12345".to_string())));
-        assert!(package.has_file("energy_uj") && !package.has_file("enabled"));
-        assert_eq!(package.file("enabled"), Ok(None));
+        let energy = package.attribute(RaplAttribute::Energy);
+        assert_eq!(energy, Ok(Some("12345".to_string())));
+        assert!(package.has(RaplAttribute::Energy) && !package.has(RaplAttribute::Enabled));
+        assert_eq!(package.attribute(RaplAttribute::Enabled), Ok(None));
+        assert_eq!(
+            RaplAttribute::PowerLimit(1).file_name(),
+            "constraint_1_power_limit_uw"
+        );
         let dram = system.rapl_zone(0, Some(1)).unwrap();
         assert_eq!(dram.name().as_deref(), Some("dram"));
         assert!(system.rapl_zone(1, None).is_none());

@@ -22,17 +22,18 @@ impl ProcessStatus {
 
     /// The value of `key` (`VmRSS`, `Uid`), after its colon, trimmed; `None` where no line
     /// has it.
-    pub fn field(&self, key: &str) -> Option<&str> {
+    fn field(&self, key: &str) -> Option<&str> {
         self.text
             .lines()
             .find_map(|line| line.strip_prefix(key)?.strip_prefix(':'))
             .map(str::trim)
     }
 
-    /// A size's value in KiB (`VmRSS:\t  1234 kB`); `None` where the line is absent or holds
+    /// The size `size` in KiB (`VmRSS:\t  1234 kB`); `None` where the line is absent or holds
     /// no number.
-    pub fn kib(&self, key: &str) -> Option<u64> {
-        self.field(key)?.trim_end_matches("kB").trim().parse().ok()
+    pub fn kib(&self, size: MemorySize) -> Option<u64> {
+        let value = self.field(size.key())?;
+        value.trim_end_matches("kB").trim().parse().ok()
     }
 
     /// The real user id (the first of the `Uid:` line's four).
@@ -45,12 +46,73 @@ impl ProcessStatus {
         self.uid(1)
     }
 
+    /// The effective capabilities (`CapEff:`, hexadecimal).
+    pub fn effective_capabilities(&self) -> Option<u64> {
+        self.capabilities("CapEff")
+    }
+
+    /// The permitted capabilities (`CapPrm:`, hexadecimal).
+    pub fn permitted_capabilities(&self) -> Option<u64> {
+        self.capabilities("CapPrm")
+    }
+
+    fn capabilities(&self, set: &str) -> Option<u64> {
+        u64::from_str_radix(self.field(set)?, 16).ok()
+    }
+
     fn uid(&self, which: usize) -> Option<u32> {
         self.field("Uid")?
             .split_whitespace()
             .nth(which)?
             .parse()
             .ok()
+    }
+}
+
+/// A size of a process's memory its status gives, in KiB (proc(5)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemorySize {
+    /// The most virtual memory it has had (`VmPeak`).
+    Peak,
+    /// Its virtual memory (`VmSize`).
+    Virtual,
+    /// Its locked memory (`VmLck`).
+    Locked,
+    /// The most resident memory it has had (`VmHWM`).
+    ResidentPeak,
+    /// Its resident memory (`VmRSS`).
+    Resident,
+    /// Its resident shared memory (`RssShmem`).
+    ResidentShared,
+    /// Its data segment (`VmData`).
+    Data,
+    /// Its stack (`VmStk`).
+    Stack,
+    /// Its text (`VmExe`).
+    Text,
+    /// Its shared libraries' code (`VmLib`).
+    Libraries,
+    /// Its page tables (`VmPTE`).
+    PageTables,
+}
+
+impl MemorySize {
+    /// Its key in the status file (`VmRSS`).
+    fn key(self) -> &'static str {
+        match self {
+            MemorySize::Peak => "VmPeak",
+            MemorySize::Virtual => "VmSize",
+            MemorySize::Locked => "VmLck",
+            MemorySize::ResidentPeak => "VmHWM",
+            MemorySize::Resident => "VmRSS",
+            MemorySize::ResidentShared => "RssShmem",
+            MemorySize::Data => "VmData",
+            MemorySize::Stack => "VmStk",
+            MemorySize::Text => "VmExe",
+            MemorySize::Libraries => "VmLib",
+            MemorySize::PageTables => "VmPTE",
+        }
     }
 }
 
@@ -287,7 +349,8 @@ mod tests {
         write(
             &root,
             "self/status",
-            "Name:\tx\nUid:\t1000\t0\t0\t0\nVmPeak:\t  12345 kB\nVmLck:\t       0 kB\n",
+            "Name:\tx\nUid:\t1000\t0\t0\t0\nVmPeak:\t  12345 kB\nVmLck:\t       0 kB\n\
+             CapPrm:\t000001ffffffffff\nCapEff:\t0000004000000000\n",
         );
         write(
             &root,
@@ -300,10 +363,11 @@ mod tests {
         let own = system.process_status("self").unwrap();
         assert_eq!(own.real_uid(), Some(1000));
         assert_eq!(own.effective_uid(), Some(0));
-        assert_eq!(own.kib("VmPeak"), Some(12345));
-        assert_eq!(own.kib("VmLck"), Some(0));
-        assert_eq!(own.kib("VmRSS"), None);
-        assert_eq!(own.field("Name"), Some("x"));
+        assert_eq!(own.kib(MemorySize::Peak), Some(12345));
+        assert_eq!(own.kib(MemorySize::Locked), Some(0));
+        assert_eq!(own.kib(MemorySize::Resident), None);
+        assert_eq!(own.effective_capabilities(), Some(1 << 38));
+        assert_eq!(own.permitted_capabilities(), Some(0x1ff_ffff_ffff));
         // Ours is effective uid 0: 1000's process is another user's, root's is not.
         assert!(system.belongs_to_another_user(42));
         assert!(!system.belongs_to_another_user(43));

@@ -112,14 +112,14 @@ impl Pmu {
         &self.device
     }
 
-    /// The text of its file `file` (`cpus`, `caps/slots`), trimmed, through the tree's rules;
-    /// `None` where it has none.
+    /// Its `cpus` (a hybrid or Arm core PMU's CPUs), through the tree's rules; `None` where it
+    /// has none.
     ///
     /// # Errors
     /// [`counterhal_hal::ErrorKind::InvalidInput`] for a file that leads out of the tree, is
     /// no regular file or is too long.
-    pub(crate) fn read(&self, file: &str) -> Result<Option<String>> {
-        self.device.file(file).map_err(refused)
+    pub(crate) fn core_cpus(&self) -> Result<Option<Vec<u32>>> {
+        self.device.core_cpus().map_err(refused)
     }
 
     /// Whether it has a regular file `file` (`cpus`, `format/thresh`) inside the tree.
@@ -138,7 +138,7 @@ impl Pmu {
     /// parse).
     ///
     /// # Errors
-    /// As [`Pmu::read`].
+    /// As [`Pmu::core_cpus`].
     pub fn cpus(&self) -> Result<Option<CpuList>> {
         let cpus = self.device.cpus().map_err(refused)?;
         Ok(cpus.map(CpuList::from_cpus))

@@ -10,6 +10,7 @@ use crate::codes::{self, EINVAL, ENOCMP, ENOEVNT, OK};
 use crate::info::{self, ComponentInfo, ExeInfo, HwInfo, ShlibInfo};
 use crate::release;
 use crate::{library, rates, sets};
+use counterhal_system::MemorySize;
 
 // The device interface's functions, where the Fortran wrappers call them.
 pub use super::devices::{PAPI_enum_dev_type, PAPI_get_dev_attr, PAPI_get_dev_type_attr};
@@ -120,26 +121,26 @@ pub unsafe extern "C" fn PAPI_get_dmem_info(dest: *mut [c_longlong; 12]) -> c_in
         let Some(status) = crate::unlocked::system().process_status("self") else {
             return codes::ESYS;
         };
-        let field = |key: &str| -> c_longlong {
+        let field = |size: MemorySize| -> c_longlong {
             status
-                .kib(key)
+                .kib(size)
                 .and_then(|kib| c_longlong::try_from(kib).ok())
                 .unwrap_or(-1)
         };
         let values = [
-            field("VmPeak"),
-            field("VmSize"),
-            field("VmRSS"),
-            field("VmHWM"),
-            field("RssShmem"),
-            field("VmExe"),
-            field("VmLib"),
-            field("VmData"),
-            field("VmLck"),
-            field("VmStk"),
+            field(MemorySize::Peak),
+            field(MemorySize::Virtual),
+            field(MemorySize::Resident),
+            field(MemorySize::ResidentPeak),
+            field(MemorySize::ResidentShared),
+            field(MemorySize::Text),
+            field(MemorySize::Libraries),
+            field(MemorySize::Data),
+            field(MemorySize::Locked),
+            field(MemorySize::Stack),
             // SAFETY: sysconf reads a system constant.
             unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as c_longlong,
-            field("VmPTE"),
+            field(MemorySize::PageTables),
         ];
         // SAFETY: checked non-NULL; the caller's PAPI_dmem_info_t (twelve long longs).
         unsafe { put(dest, values) };
