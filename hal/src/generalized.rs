@@ -34,10 +34,12 @@ macro_rules! named_enum {
 
             /// The value with this canonical name or alias (case-insensitive).
             pub fn from_name(name: &str) -> Option<$name> {
-                Self::ALL.iter().copied().find(|value| {
-                    value.name().eq_ignore_ascii_case(name)
-                        || value.aliases().iter().any(|alias| alias.eq_ignore_ascii_case(name))
-                })
+                $(
+                    if name.eq_ignore_ascii_case($text) $(|| name.eq_ignore_ascii_case($alias))* {
+                        return Some($name::$variant);
+                    }
+                )+
+                None
             }
         }
 
