@@ -1538,7 +1538,7 @@ fn holds_a_shrinking_list(
 
 /// The calls that open a file or look in a directory, as the code (comments and strings
 /// blanked) writes them.
-const OPENS: [&str; 8] = [
+const OPENS: [&str; 9] = [
     "fs::read_to_string(",
     "fs::read(",
     "fs::read_dir(",
@@ -1547,6 +1547,7 @@ const OPENS: [&str; 8] = [
     "File::open(",
     "fs::metadata(",
     "fs::symlink_metadata(",
+    "fs::canonicalize(",
 ];
 
 /// What names a place of the machine's facts in code: `System`'s roots and PMU directory,
@@ -2064,5 +2065,29 @@ fn hal_and_events_import_from_where_things_are_defined() {
          `pub(crate) use` in its module, `crate::table::row!`):\n{}",
         through_root.len(),
         through_root.join("\n")
+    );
+}
+
+/// Oracle: the system crate's own sources. Every file of the machine (procfs, sysfs, tracefs,
+/// a cgroup's) is opened, listed and looked at by its reading rule alone
+/// (`system/src/rule.rs`): no other file of the crate calls what opens one, outside its tests
+/// (and `testing.rs`, the tests' trees).
+#[test]
+fn the_system_opens_the_machines_files_by_its_rule_alone() {
+    let mut openers = Vec::new();
+    for file in rust_files(&root().join("system/src")) {
+        let rel = relative(&file);
+        if rel.ends_with("/rule.rs") || rel.ends_with("/testing.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code = blank_literals(&without_test_items(&text));
+        for call in OPENS.into_iter().filter(|call| calls(&code, call)) {
+            openers.push(format!("{rel}: {call}"));
+        }
+    }
+    assert!(
+        openers.is_empty(),
+        "files of the machine opened outside the rule (system/src/rule.rs): {openers:#?}"
     );
 }
