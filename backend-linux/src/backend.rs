@@ -20,7 +20,9 @@ use counterhal_system::{PmuDevices, System};
 
 use crate::attr::{Placement, build_attr};
 use crate::cgroup::{cgroup_refused, open_cgroup, path_of};
-use crate::errno::{EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, map_errno};
+use crate::errno::{
+    EventClass, OpenAttempt, Operation, SystemFacts, attr_size_error, is_refusal, map_errno,
+};
 use crate::group::{KernelGroup, LinuxGroup, ReadFormat, SelfMonitor};
 use crate::raw::{RawFormat, raw_attr};
 use crate::rdpmc::{UserAccess, on_core_pmu};
@@ -354,10 +356,13 @@ impl LinuxBackend {
                 group_read: place.format == ReadFormat::Group,
                 pid: place.pid,
                 another_user: place.pid > 0
+                    && is_refusal(failure.errno)
                     && self.system.belongs_to_another_user(place.pid as u32),
                 cpu: place.cpu,
+                // Read where the hint may blame the CPU (EINVAL) alone.
                 cpu_online: u32::try_from(place.cpu)
                     .ok()
+                    .filter(|_| failure.errno == libc::EINVAL)
                     .and_then(|cpu| pmus::cpu_online(&self.system, cpu)),
                 member: group_fd.is_some(),
             };

@@ -55,25 +55,25 @@ impl SystemFacts {
         }
     }
 
-    /// These facts with what can change while the process runs read again from `system`
-    /// (the paranoid level, the open-file limit, the effective user, and for a refusal,
-    /// `errno` EACCES or EPERM, whose hint alone names them, the capabilities): taken when an
-    /// open fails, so that its hint names the limits of that moment, not those of the probe.
-    /// (The capabilities are a parse of the process's status file: read at every failure,
-    /// they cost `info` 1.9 M instructions on a machine whose hardware events all fail.)
+    /// These facts with what can change while the process runs read again from `system`,
+    /// where `errno`'s hint names it: for a refusal (EACCES, EPERM) the paranoid level, the
+    /// effective user and the capabilities; for EMFILE and ENFILE the open-file limit. Taken
+    /// when an open fails, so that its hint names the limits of that moment, not those of the
+    /// probe; an errno whose hint names none of them reads nothing (an event this PMU lacks,
+    /// ENOENT, fails in every `stat` on a machine without hardware counters: reading the
+    /// paranoid level and two status files for each cost `stat -- true` 12% of its time).
     #[cfg(target_os = "linux")]
     pub fn now(&self, system: &System, errno: i32) -> SystemFacts {
-        let capabilities = match errno {
-            libc::EACCES | libc::EPERM => system.effective_capabilities().unwrap_or(0),
-            _ => self.capabilities,
-        };
-        SystemFacts {
-            paranoid: system.perf_event_paranoid(),
-            hardware_pmu: self.hardware_pmu,
-            root: crate::sys::effective_uid() == 0,
-            capabilities,
-            fd_limit: crate::sys::fd_limit().map(|(soft, _)| soft),
+        let mut now = self.clone();
+        if is_refusal(errno) {
+            now.paranoid = system.perf_event_paranoid();
+            now.root = crate::sys::effective_uid() == 0;
+            now.capabilities = system.effective_capabilities().unwrap_or(0);
         }
+        if matches!(errno, libc::EMFILE | libc::ENFILE) {
+            now.fd_limit = crate::sys::fd_limit().map(|(soft, _)| soft);
+        }
+        now
     }
 
     /// What the paranoid level alone permits an unprivileged process (the one judgement,
@@ -180,6 +180,13 @@ impl fmt::Display for Operation {
             Operation::Mmap => f.write_str("mmap of the event page"),
         }
     }
+}
+
+/// Whether `errno` is a refusal (EACCES, EPERM): the one answer whose hint names the paranoid
+/// level, the capabilities and whether the process counted is another user's, so the one for
+/// which they are read when an open fails.
+pub(crate) fn is_refusal(errno: i32) -> bool {
+    matches!(errno, libc::EACCES | libc::EPERM)
 }
 
 fn paranoid_text(facts: &SystemFacts) -> String {
@@ -573,6 +580,35 @@ mod tests {
             cpu_online: None,
             member: false,
         }
+    }
+
+    /// What a failed open reads again is what its errno's hint names: the paranoid level and
+    /// the capabilities for a refusal, nothing for an event the PMU lacks. A procfs whose
+    /// level (3) and capabilities (CAP_PERFMON) differ from the probe's shows which were read.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_failure_reads_again_only_what_its_hint_names() {
+        let procfs = std::env::temp_dir().join(format!("counterhal-errno-{}", std::process::id()));
+        std::fs::create_dir_all(procfs.join("sys/kernel")).unwrap();
+        std::fs::create_dir_all(procfs.join("self")).unwrap();
+        std::fs::write(procfs.join("sys/kernel/perf_event_paranoid"), "3\n").unwrap();
+        std::fs::write(
+            procfs.join("self/status"),
+            "Name:\tcounterhal\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000004000000000\n",
+        )
+        .unwrap();
+        let system = System::host().with_procfs(&procfs);
+        let probed = facts(2, false, false);
+        let absent = probed.now(&system, libc::ENOENT);
+        let refused = probed.now(&system, libc::EACCES);
+        std::fs::remove_dir_all(&procfs).unwrap();
+        assert_eq!(
+            absent, probed,
+            "ENOENT's hint names no limit: nothing is read again"
+        );
+        assert_eq!(refused.paranoid, Some(3));
+        assert_eq!(refused.capabilities, 1 << 38);
+        assert_eq!(refused.hardware_pmu, probed.hardware_pmu);
     }
 
     /// Oracle: Linux 7.2's `perf_event_open` (kernel/events/core.c), which asks

@@ -192,6 +192,7 @@ impl LinuxBackend {
                     group_read: true,
                     pid: place.pid,
                     another_user: place.pid > 0
+                        && crate::errno::is_refusal(failure.errno)
                         && self.system().belongs_to_another_user(place.pid as u32),
                     cpu: place.cpu,
                     cpu_online: None,
