@@ -10,7 +10,10 @@
 //!   true`, since perf takes no CPU model and can open no metric without a PMU (target: 0.5x);
 //! - `list --cpu-model spr` against `perf list` (target: at most perf list's time).
 //!
-//! Then the floors under the first pair, timed the same way against the same `perf stat`:
+//! And, first, `stat -- true` (perf's default events) against `perf stat -- true` (issue 83's
+//! target: at most 0.2x).
+//!
+//! Then the floors under the stat pairs, timed the same way against both `perf stat`s:
 //! `counterhal --version` (this binary started and ended, nothing counted) and
 //! `benches/stat_floor.c`, built with `cc` (a program that does only what counting a command
 //! takes: fork it held before exec, open the two counters on it, release, wait, read), and
@@ -136,7 +139,15 @@ fn main() {
         return;
     }
     println!("stat_vs_perf: {ROUNDS} interleaved rounds each");
+    let perf_default = vec!["perf", "stat", "--", "true"];
     let pairs = [
+        Pair {
+            what: "`stat -- true` (perf's default events; perf: `perf stat -- true`)",
+            ours: vec![ours, "stat", "--", "true"],
+            perf: perf_default.clone(),
+            time_target: 0.2,
+            memory_target: None,
+        },
         Pair {
             what: "`stat -e page-faults,context-switches -- true`",
             ours: vec![ours, "stat", "-e", events, "--", "true"],
@@ -171,11 +182,12 @@ fn main() {
     for pair in &pairs {
         compare(pair);
     }
-    floors(ours, &perf_stat);
+    floors(ours, &[&perf_stat, &perf_default]);
 }
 
-/// The floors under `stat -e page-faults,context-switches -- true`, each against `perf_stat`.
-fn floors(ours: &str, perf_stat: &[&str]) {
+/// The floors under `stat -e page-faults,context-switches -- true` and `stat -- true`, each
+/// timed interleaved with each perf command of `baselines` and given as a ratio to each.
+fn floors(ours: &str, baselines: &[&[&str]]) {
     let floor = std::env::temp_dir().join(format!("counterhal-stat-floor-{}", std::process::id()));
     let source = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/stat_floor.c");
     let built = Command::new("cc")
@@ -196,7 +208,13 @@ fn floors(ours: &str, perf_stat: &[&str]) {
         .status()
         .is_ok_and(|s| s.success());
     let rust_floor_path = rust_floor.to_string_lossy().into_owned();
-    let mut rows = vec![("`counterhal --version`", vec![ours, "--version"])];
+    let mut rows = vec![
+        (
+            "`true` alone (the command counted, nothing counting it)",
+            vec!["true"],
+        ),
+        ("`counterhal --version`", vec![ours, "--version"]),
+    ];
     if built {
         rows.push((
             "stat_floor.c (fork, 2 opens, exec, wait, read)",
@@ -213,25 +231,37 @@ fn floors(ours: &str, perf_stat: &[&str]) {
     } else {
         println!("floors: floor/sys.rs not built (no rustc): its row is left out");
     }
-    println!("floors under the first pair (against the same perf stat):");
+    let against = baselines
+        .iter()
+        .map(|argv| format!("`{}`", argv.join(" ")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    println!("floors under the stat pairs (ratios to {against}):");
     for (what, argv) in rows {
-        let (mut times, mut perf_times) = (Vec::new(), Vec::new());
+        let mut times = Vec::new();
+        let mut perf_times = vec![Vec::new(); baselines.len()];
         for _ in 0..ROUNDS {
             times.extend(time_once(&argv));
-            perf_times.extend(time_once(perf_stat));
+            for (baseline, timed) in baselines.iter().zip(&mut perf_times) {
+                timed.extend(time_once(baseline));
+            }
         }
         let rss = (0..5)
             .filter_map(|_| peak_rss_kib(&argv))
             .max()
             .unwrap_or(0);
         let perf_rss = (0..5)
-            .filter_map(|_| peak_rss_kib(perf_stat))
+            .filter_map(|_| peak_rss_kib(baselines[0]))
             .max()
             .unwrap_or(1);
-        let (ours, theirs) = (median(&mut times), median(&mut perf_times));
+        let ours = median(&mut times);
+        let ratios = perf_times
+            .iter_mut()
+            .map(|timed| format!("{:.3}", ours.as_secs_f64() / median(timed).as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", ");
         println!(
-            "  {what}: {ours:?}, ratio {:.3}; peak RSS {rss} KiB, ratio {:.3}",
-            ours.as_secs_f64() / theirs.as_secs_f64(),
+            "  {what}: {ours:?}, ratios {ratios}; peak RSS {rss} KiB, ratio {:.3}",
             rss as f64 / perf_rss.max(1) as f64
         );
     }
