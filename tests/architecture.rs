@@ -2091,3 +2091,36 @@ fn the_system_opens_the_machines_files_by_its_rule_alone() {
         "files of the machine opened outside the rule (system/src/rule.rs): {openers:#?}"
     );
 }
+
+/// The public functions of `api_list` (a crate's list in `api/`) that take a file by its path
+/// as text (a parameter named `file` or `path` of type `&str`): their lines.
+fn files_asked_by_name(api_list: &str) -> Vec<&str> {
+    api_list
+        .lines()
+        .filter(|line| line.starts_with("pub fn "))
+        .filter(|line| line.contains("file: &str") || line.contains("path: &str"))
+        .collect()
+}
+
+/// Oracle: `api/counterhal-system.txt`, which `scripts/public-api --check` holds to the
+/// sources. The system answers typed facts (whether a PMU lists its CPUs, has a `cpumask`, a
+/// format field, an event alias), never a file its caller names by path
+/// (`PmuDevice::has_file("format/thresh")` was one).
+#[test]
+fn the_system_answers_facts_not_files_asked_by_name() {
+    let list = std::fs::read_to_string(root().join("api/counterhal-system.txt")).unwrap();
+    assert!(
+        list.contains("pub fn counterhal_system::PmuDevice::has_format("),
+        "api/counterhal-system.txt was not read"
+    );
+    let asked = files_asked_by_name(&list);
+    assert!(
+        asked.is_empty(),
+        "the system's public functions that take a file by its path: answer the fact \
+         instead:\n{}",
+        asked.join("\n")
+    );
+    let sample = "pub fn counterhal_system::PmuDevice::has_file(&self, file: &str) -> bool\n\
+                  pub fn counterhal_system::PmuDevice::has_cpumask(&self) -> bool\n";
+    assert_eq!(files_asked_by_name(sample).len(), 1);
+}

@@ -73,7 +73,7 @@ pub fn core_pmus(devices: &PmuDevices) -> Vec<Pmu> {
         .names()
         .into_iter()
         .filter_map(|name| devices.device(&name).ok().flatten())
-        .filter(|device| device.name() == "cpu" || device.has_file("cpus"))
+        .filter(|device| device.name() == "cpu" || device.lists_core_cpus())
         .map(Pmu::of)
         .collect()
 }

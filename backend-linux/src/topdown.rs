@@ -171,7 +171,7 @@ pub(crate) fn resolve_here(
     let cores = pmus::core_pmus(devices);
     let big = cores.iter().find(|p| p.name == "cpu_core");
     let core = big.or_else(|| cores.iter().find(|p| p.type_ == TYPE_RAW));
-    let has_slots = core.map(|p| p.has_file("events/slots"));
+    let has_slots = core.map(|p| p.has_alias("slots"));
     let pmu = big.map(|p| (p.name.as_str(), p.type_));
     resolve(model, event, has_slots, pmu)
 }

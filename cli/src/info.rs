@@ -87,7 +87,7 @@ fn core_pmus(system: &System) -> Vec<String> {
     let pmus = system.pmus();
     let has_cpus = |name: &str| {
         let device = pmus.device(name).ok().flatten();
-        device.is_some_and(|device| device.has_file("cpus"))
+        device.is_some_and(|device| device.lists_core_cpus())
     };
     let mut cores = pmus.names();
     cores.retain(|name| name == "cpu" || has_cpus(name));
@@ -102,7 +102,7 @@ fn rdpmc_status(system: &System, cores: &[String]) -> String {
         .iter()
         .filter_map(|pmu| {
             let device = system.pmu(pmu)?;
-            if device.has_file("format/rdpmc") {
+            if device.has_format("rdpmc") {
                 let access = system.perf_user_access()?;
                 return Some(format!("{pmu}: kernel.perf_user_access = {access}"));
             }

@@ -76,7 +76,7 @@ pub fn pmu_filters_no_level(system: &counterhal_system::System, pmu: &str) -> bo
         && !SOFTWARE_PMUS.contains(&pmu)
         && system
             .pmu(pmu)
-            .is_some_and(|device| !device.has_file("cpus"))
+            .is_some_and(|device| !device.lists_core_cpus())
 }
 
 /// The preset index of `name`, if it is one of PAPI 7.0's 108: `PAPI_` as written, the rest

@@ -180,7 +180,7 @@ fn core_pmu_slots(system: &System) -> Option<f64> {
         .names()
         .iter()
         .filter_map(|name| pmus.device(name).ok().flatten())
-        .find(|pmu| pmu.has_file("cpus"))?;
+        .find(|pmu| pmu.lists_core_cpus())?;
     // 0 perf takes as no value.
     let slots = core.slots().ok()??;
     (slots != 0).then_some(slots as f64)

@@ -173,9 +173,31 @@ impl PmuDevice {
         Ok(self.file("cpus")?.and_then(|text| parse_cpu_list(&text)))
     }
 
-    /// Whether it has a regular file `file` (`cpus`, `format/thresh`, `events/slots`).
-    pub fn has_file(&self, file: &str) -> bool {
-        self.tree.is_file(&self.dir.join(file))
+    /// Whether it lists the CPUs it counts on in a `cpus` file, as a core PMU of a hybrid
+    /// machine (`cpu_core`, `cpu_atom`) or of an Arm one does: perf's test of a core PMU
+    /// beside the name `cpu` (`is_pmu_core`), whether or not the list parses.
+    pub fn lists_core_cpus(&self) -> bool {
+        self.tree.is_file(&self.dir.join("cpus"))
+    }
+
+    /// Whether it has a `cpumask` file, as an uncore PMU has (its one CPU per package, die or
+    /// cache), whether or not the list parses.
+    pub fn has_cpumask(&self) -> bool {
+        self.tree.is_file(&self.dir.join("cpumask"))
+    }
+
+    /// Whether its format has the field `field` (`format/thresh`, `format/rdpmc`); `false`
+    /// for a name that is no plain file name.
+    pub fn has_format(&self, field: &str) -> bool {
+        is_plain_name(field) && self.tree.is_file(&self.dir.join("format").join(field))
+    }
+
+    /// Whether it has the event alias `name` (`events/slots`, named as the file is); `false`
+    /// for a companion (`slots.scale`) and for a name that is no plain file name.
+    pub fn has_alias(&self, name: &str) -> bool {
+        is_plain_name(name)
+            && !name.contains('.')
+            && self.tree.is_file(&self.dir.join("events").join(name))
     }
 
     /// Its other name, from its `alias` file (`uncore_type_0_2`), where it has one.
@@ -383,7 +405,12 @@ mod tests {
         assert_eq!(core.core_cpus(), core.cpus());
         assert_eq!((core.cpumask(), imc.core_cpus()), (Ok(None), Ok(None)));
         assert_eq!(imc.cpumask(), imc.cpus());
-        assert!(core.has_file("cpus") && !core.has_file("cpumask"));
+        assert!(core.lists_core_cpus() && !core.has_cpumask());
+        assert!(imc.has_cpumask() && !imc.lists_core_cpus());
+        assert!(imc.has_format("umask") && !imc.has_format("thresh"));
+        assert!(!imc.has_format("../type") && !core.has_format("pmu_name"));
+        assert!(imc.has_alias("cas_count_read") && !imc.has_alias("cas_count_read.scale"));
+        assert!(!imc.has_alias("../type") && !imc.has_alias("cas_count_write"));
         // caps/slots as perf 6.12's arm64 `perf_pmu__cpu_slots_per_cycle` reads it
         // (filename__read_ull), written `0x%08x` by the arm_pmuv3 driver.
         assert_eq!(core.slots(), Ok(Some(8)));

@@ -327,7 +327,7 @@ fn encode_terms_on(pmu: &Pmu, event: &str, terms: &str, modifiers: &str) -> Resu
 /// PMU, where it is one term that is neither a format field nor an alias of the PMU (perf
 /// 6.1's `parse_events__inside_hybrid_pmu` and `perf_pmu__hybrid_mounted`).
 fn hybrid_generic(pmu: &Pmu, terms: &str) -> Result<Option<(u32, u64)>> {
-    let hybrid = pmu.name.starts_with("cpu_") && pmu.has_file("cpus");
+    let hybrid = pmu.name.starts_with("cpu_") && pmu.lists_core_cpus();
     if !hybrid || terms.contains([',', '=']) {
         return Ok(None);
     }

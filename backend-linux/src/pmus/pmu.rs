@@ -122,9 +122,14 @@ impl Pmu {
         self.device.core_cpus().map_err(refused)
     }
 
-    /// Whether it has a regular file `file` (`cpus`, `format/thresh`) inside the tree.
-    pub(crate) fn has_file(&self, file: &str) -> bool {
-        self.device.has_file(file)
+    /// Whether it lists its CPUs in a `cpus` file (a hybrid or Arm core PMU).
+    pub(crate) fn lists_core_cpus(&self) -> bool {
+        self.device.lists_core_cpus()
+    }
+
+    /// Whether it has the event alias `name` (`events/slots`), named as the file is.
+    pub(crate) fn has_alias(&self, name: &str) -> bool {
+        self.device.has_alias(name)
     }
 
     /// Its other name, from its `alias` file (`uncore_type_0_2`), if it has one.
@@ -195,13 +200,13 @@ impl Pmu {
     }
 }
 
-/// Whether PMU `pmu` of `devices` has a regular file `file` (`cpumask`, `format/thresh`).
-pub(crate) fn has_file(devices: &PmuDevices, pmu: &str, file: &str) -> bool {
+/// Whether PMU `pmu` of `devices` is one (its `type` reads) of which `holds` is true.
+pub(crate) fn pmu_is(devices: &PmuDevices, pmu: &str, holds: fn(&PmuDevice) -> bool) -> bool {
     devices
         .device(pmu)
         .ok()
         .flatten()
-        .is_some_and(|device| device.has_file(file))
+        .is_some_and(|device| holds(&device))
 }
 
 /// The PMU names of `devices`, sorted (none where its directory leads out of its tree).

@@ -20,7 +20,7 @@
 //! `UNC_CHA_TOR_INSERTS.IA_MISS:filter1=0x40431` is
 //! `cha@UNC_CHA_TOR_INSERTS.IA_MISS\,config1\=0x40431@`).
 
-use counterhal_system::PmuDevices;
+use counterhal_system::{PmuDevice, PmuDevices};
 
 use counterhal_events::{Database, UncoreEvent};
 use counterhal_hal::{Error, ErrorKind, Result};
@@ -28,8 +28,8 @@ use counterhal_hal::{Error, ErrorKind, Result};
 use super::event::{PmuEvent, find_pmus, pmu_events};
 #[cfg(test)]
 use super::pmu::Pmu;
-use super::pmu::has_file;
 use super::pmu::list_pmus;
+use super::pmu::pmu_is;
 
 /// Whether perf 6.1 attaches a JSON event of PMU `unit_pmu` to PMU `pmu` (its
 /// `pmu_uncore_alias_match`, for names without a comma): `unit_pmu` found in `pmu` and followed
@@ -49,7 +49,8 @@ fn alias_matches(unit_pmu: &str, pmu: &str) -> bool {
 /// Whether perf 6.1 gives PMU `pmu` of `devices` the events of `unit_pmu`: the PMU of that
 /// name, or an uncore one (with a `cpumask`) that [`alias_matches`].
 fn carries(devices: &PmuDevices, pmu: &str, unit_pmu: &str) -> bool {
-    pmu == unit_pmu || (alias_matches(unit_pmu, pmu) && has_file(devices, pmu, "cpumask"))
+    pmu == unit_pmu
+        || (alias_matches(unit_pmu, pmu) && pmu_is(devices, pmu, PmuDevice::has_cpumask))
 }
 
 /// `event` split into its name and modifiers (`UNC_M_CAS_COUNT.RD:u`).
@@ -119,7 +120,7 @@ impl PerfmonModifiers {
     /// filters, then the counter mask as the PMU's `thresh` where it has that format field,
     /// else as `cmask`.
     fn terms(&self, devices: &PmuDevices, pmu: &str) -> String {
-        let counter_mask = match has_file(devices, pmu, "format/thresh") {
+        let counter_mask = match pmu_is(devices, pmu, |pmu| pmu.has_format("thresh")) {
             true => "thresh",
             false => "cmask",
         };
