@@ -326,14 +326,15 @@ const PAPI_STATICS_AT_MOST: usize = 5;
 
 /// The statics of `text` (a Rust file) with interior mutability: (line, name, whether the
 /// comment above it says why it is static). A static counts where its type names a lock, a
-/// once-cell, an atomic or a cell (`Mutex`, `RwLock`, `OnceLock`, `OnceCell`, `Atomic*`,
+/// once-cell, an atomic or a cell (`Mutex`, `RwLock`, `Once`, `OnceLock`, `OnceCell`, `Atomic*`,
 /// `Cell`, `RefCell`, `UnsafeCell`; those of `thread_local!` too), or is a struct of the same
 /// file whose fields do (or an array of one). The comment is the `//` lines above it (attributes
 /// between are skipped), and it says why with "static" or "thread-local".
 fn interior_statics(text: &str) -> Vec<(usize, String, bool)> {
-    const INTERIOR: [&str; 7] = [
+    const INTERIOR: [&str; 8] = [
         "Mutex",
         "RwLock",
+        "Once",
         "OnceLock",
         "OnceCell",
         "Atomic",
@@ -432,7 +433,8 @@ fn libpapi_keeps_its_state_in_one_value() {
         static COUNT: AtomicU32 = AtomicU32::new(0);\nthread_local! {\n    \
         #[allow(dead_code)]\n    static HELD: std::cell::Cell<bool> = const { \
         std::cell::Cell::new(false) };\n}\nfn f(x: &'static str) {}\n\
-        static ONE: Slot = Slot::new();\nstatic PLAIN: Plain = Plain { n: 1 };\n";
+        static ONE: Slot = Slot::new();\nstatic PLAIN: Plain = Plain { n: 1 };\n\
+        fn g() {\n    static TRIED: std::sync::Once = std::sync::Once::new();\n}\n";
     assert_eq!(
         interior_statics(sample),
         vec![
@@ -440,7 +442,48 @@ fn libpapi_keeps_its_state_in_one_value() {
             (10, "COUNT".to_string(), false),
             (13, "HELD".to_string(), false),
             (16, "ONE".to_string(), false),
+            (19, "TRIED".to_string(), false),
         ]
+    );
+}
+
+/// The statics with interior mutability the Linux backend may hold (`backend-linux/src`,
+/// outside its tests): what a signal handler reaches, which no value can carry to it
+/// (`sys/overflow.rs`'s `TABLE` of overflow slots), the handler's installation, once for the
+/// process as `sigaction` is (`INSTALLED`). Anything else a backend knows lives in the
+/// backend value (its tracefs, and whether it tried to mount it: `tracepoints::Found`).
+const LINUX_STATICS: [&str; 2] = ["TABLE", "INSTALLED"];
+
+/// The Linux backend keeps its state in values (ARCHITECTURE.md, STYLE.md's rule 30): its
+/// statics with interior mutability, outside its tests, are [`LINUX_STATICS`], each with a
+/// comment above it saying why it must be static. Oracle: the crate's sources (what `grep -rn
+/// "static " backend-linux/src` lists, less the `&'static` borrows, the C snippets, the
+/// immutable `REGISTRATION`, the thread-local thread id and a test's lock).
+#[test]
+fn the_linux_backend_keeps_its_state_in_values() {
+    let mut statics = Vec::new();
+    for file in rust_files(&root().join("backend-linux/src")) {
+        let text = without_test_items(&std::fs::read_to_string(&file).unwrap());
+        for (line, name, says_why) in interior_statics(&text) {
+            statics.push((name, format!("{}:{line}", relative(&file)), says_why));
+        }
+    }
+    let names: Vec<&str> = statics.iter().map(|(name, ..)| name.as_str()).collect();
+    assert_eq!(
+        names, LINUX_STATICS,
+        "backend-linux/src's statics with interior mutability: keep new state in the backend \
+         value instead: {statics:?}"
+    );
+    let silent: Vec<&str> = statics
+        .iter()
+        .filter(|(.., says_why)| !says_why)
+        .map(|(_, at, _)| at.as_str())
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "statics without a comment above saying why they must be static (\"Static: ...\", \
+         or why a thread-local):\n{}",
+        silent.join("\n")
     );
 }
 

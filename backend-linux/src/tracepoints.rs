@@ -10,24 +10,50 @@ use counterhal_system::{System, Tracefs, TracefsState};
 
 use crate::sys::TYPE_TRACEPOINT;
 
-/// The tracefs a backend found mounted, kept for its life and its clones' (a `list` resolves
-/// thousands of tracepoints, each of which would otherwise look at every root again). Kept
-/// once found and never dropped: tracefs stays mounted once mounted (if it went, reading a
-/// tracepoint's id fails and the name is no tracepoint).
+/// The tracefs a backend found mounted, and whether it tried to mount it, kept for its life
+/// and its clones' (a `list` resolves thousands of tracepoints, each of which would otherwise
+/// look at every root again). Kept once found and never dropped: tracefs stays mounted once
+/// mounted (if it went, reading a tracepoint's id fails and the name is no tracepoint).
 #[derive(Clone, Debug, Default)]
-pub struct Found(Arc<OnceLock<Tracefs>>);
+pub struct Found {
+    tracefs: Arc<OnceLock<Tracefs>>,
+    mount_tried: Arc<OnceLock<()>>,
+}
 
 impl Found {
     /// The tracefs found before, else `system`'s looked for now (and kept where mounted);
     /// what it is where it is not mounted (`Denied`, `Absent`).
     fn mounted(&self, system: &System) -> std::result::Result<&Tracefs, TracefsState> {
-        if let Some(tracefs) = self.0.get() {
+        if let Some(tracefs) = self.tracefs.get() {
             return Ok(tracefs);
         }
         match system.tracefs() {
-            TracefsState::Mounted(tracefs) => Ok(self.0.get_or_init(|| tracefs)),
+            TracefsState::Mounted(tracefs) => Ok(self.tracefs.get_or_init(|| tracefs)),
             other => Err(other),
         }
+    }
+
+    /// As perf does: when tracefs is mounted nowhere `system` looks, the first place it looks
+    /// is this machine's standard mount point ([`System::tracefs_mount_point`]), and this
+    /// process is root, mounts tracefs there and leaves it mounted (tried once for this
+    /// backend and its clones; a failure leaves it absent, which resolving a tracepoint then
+    /// reports). Called only for a backend allowed to change the system so
+    /// ([`LinuxBackend::set_mount_tracefs`]).
+    ///
+    /// [`LinuxBackend::set_mount_tracefs`]: crate::LinuxBackend::set_mount_tracefs
+    fn mount_if_absent(&self, system: &System) {
+        // Asked at each of a `list`'s thousands of names: the cheap answers first.
+        if self.mount_tried.get().is_some() || crate::sys::effective_uid() != 0 {
+            return;
+        }
+        let Some(point) = system.tracefs_mount_point() else {
+            return;
+        };
+        self.mount_tried.get_or_init(|| {
+            if system.tracefs() == TracefsState::Absent {
+                let _ = crate::sys::mount_tracefs(&point);
+            }
+        });
     }
 }
 
@@ -164,35 +190,12 @@ pub fn looks_like_tracepoint(name: &str) -> bool {
     split_tracepoint(name).is_some()
 }
 
-/// As perf does: when tracefs is mounted nowhere `system` looks, the first place it looks is
-/// this machine's standard mount point ([`System::tracefs_mount_point`]), and this process is
-/// root, mounts tracefs there and leaves it mounted (once per process; a failure leaves it
-/// absent, which resolving a tracepoint then reports). Called only for a backend allowed to
-/// change the system so ([`LinuxBackend::set_mount_tracefs`]).
-///
-/// [`LinuxBackend::set_mount_tracefs`]: crate::LinuxBackend::set_mount_tracefs
-pub fn mount_if_absent(system: &System) {
-    static TRIED: std::sync::Once = std::sync::Once::new();
-    // Asked at each of a `list`'s thousands of names: the cheap answers first.
-    if TRIED.is_completed() || crate::sys::effective_uid() != 0 {
-        return;
-    }
-    let Some(point) = system.tracefs_mount_point() else {
-        return;
-    };
-    TRIED.call_once(|| {
-        if system.tracefs() == TracefsState::Absent {
-            let _ = crate::sys::mount_tracefs(&point);
-        }
-    });
-}
-
 /// Every tracepoint of `system`'s tracefs, as `subsystem:event`, sorted; empty when it is not
 /// mounted (or readable). With `mount`, tracefs is mounted first where perf would
-/// ([`mount_if_absent`]).
+/// ([`Found::mount_if_absent`]).
 pub fn list(system: &System, found: &Found, mount: bool) -> Vec<(String, String)> {
     if mount {
-        mount_if_absent(system);
+        found.mount_if_absent(system);
     }
     let Ok(tracefs) = found.mounted(system) else {
         return Vec::new();
@@ -208,7 +211,7 @@ pub fn list(system: &System, found: &Found, mount: bool) -> Vec<(String, String)
 /// the modifiers applied to its domain), or `None` when `system`'s tracefs does not know it
 /// (or is not mounted). With
 /// `mount`, a name of a tracepoint's shape mounts tracefs first where perf would
-/// ([`mount_if_absent`]).
+/// ([`Found::mount_if_absent`]).
 ///
 /// # Errors
 /// [`ErrorKind::PermissionDenied`] when the `id` file is unreadable;
@@ -223,7 +226,7 @@ pub fn resolve(
         return bad_modifiers(system, found, name);
     };
     if mount {
-        mount_if_absent(system);
+        found.mount_if_absent(system);
     }
     let Ok(tracefs) = found.mounted(system) else {
         return Ok(None);

@@ -55,6 +55,7 @@ const EMPTY: Slot = Slot {
     token: AtomicUsize::new(0),
 };
 
+// Static: the signal handler reads it, and a handler is reached by no value.
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 
 /// The signal the overflows come as: the first real-time signal the C library leaves free.
@@ -119,6 +120,7 @@ fn interrupted_address(context: *mut libc::c_void) -> u64 {
 
 /// Installs the handler once for the process.
 fn install() -> Result<(), Errno> {
+    // Static: a signal's handler is the process's (`sigaction`), installed once for it.
     static INSTALLED: Once = Once::new();
     let mut result = Ok(());
     INSTALLED.call_once(|| {
