@@ -245,6 +245,11 @@ fn rooms_named(text: &str, prefix: &str) -> BTreeSet<String> {
 /// each imports: `crate::room`, a brace list's
 /// rooms, and a top-level file's `super::room`, in the code before its tests.
 fn rooms(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    rooms_read(src, code)
+}
+
+/// [`rooms`], each file's text taken as `judged` gives it (its code, or all of it).
+fn rooms_read(src: &Path, judged: fn(&str) -> &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in rust_files(src) {
         let rel = file.strip_prefix(src).unwrap();
@@ -259,7 +264,7 @@ fn rooms(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap();
-        let text = code(&text);
+        let text = judged(&text);
         let mut imports = rooms_named(text, "crate::");
         if rel.components().count() == 1 {
             imports.extend(rooms_named(text, "super::"));
@@ -2166,4 +2171,72 @@ fn the_system_answers_facts_not_files_asked_by_name() {
     let sample = "pub fn counterhal_system::PmuDevice::has_file(&self, file: &str) -> bool\n\
                   pub fn counterhal_system::PmuDevice::has_cpumask(&self) -> bool\n";
     assert_eq!(files_asked_by_name(sample).len(), 1);
+}
+
+/// The items `main.rs` (a command's crate root) defines at its top level (`Cli`, `parse`),
+/// less the names of its modules (`report` is a room and a function of main's).
+fn root_items(main: &str) -> BTreeSet<String> {
+    let modules = declared_modules(main);
+    main.lines()
+        .filter_map(|line| {
+            let line = line.strip_prefix("pub ").unwrap_or(line);
+            let rest = ["struct ", "enum ", "fn ", "const ", "type ", "static "]
+                .iter()
+                .find_map(|kind| line.strip_prefix(kind))?;
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            (!name.is_empty() && !modules.contains(&name)).then_some(name)
+        })
+        .collect()
+}
+
+/// The command stands in floors: `main.rs` on top (it declares every subcommand and runs
+/// the one asked for), no room imports it (completions are handed clap's description of the
+/// command; a test that needs a subcommand's arguments reads them with its table,
+/// `args::read_for_test`), and no room imports one that imports it back, tests included.
+/// `reference.rs`, a test of the whole command's description, stands beside `main.rs` and
+/// may name its `Cli`. Oracle: the crate's sources, every file whole (files naming main's
+/// items: 4 before, 0 after).
+#[test]
+fn the_command_runs_in_layers() {
+    let src = root().join("cli/src");
+    let main = std::fs::read_to_string(src.join("main.rs")).unwrap();
+    let items = root_items(&main);
+    assert!(
+        items.contains("Cli") && items.contains("parse"),
+        "main.rs's items were not found: {items:?}"
+    );
+    let mut broken = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).unwrap();
+        if rel == Path::new("main.rs") || rel == Path::new("reference.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut named = rooms_named(&text, "crate::");
+        if rel.components().count() == 1 {
+            named.extend(rooms_named(&text, "super::"));
+        }
+        for item in named.intersection(&items) {
+            broken.push(format!("{} imports main.rs's `{item}`", relative(&file)));
+        }
+    }
+    let graph = rooms_read(&src, |text| text);
+    assert!(
+        graph.contains_key("stat") && graph.contains_key("jobs") && graph.contains_key("args"),
+        "cli/src's rooms were not found: {:?}",
+        graph.keys()
+    );
+    if let Some(cycle) = find_cycle(&graph) {
+        broken.push(format!("an import runs back up: {}", cycle.join(" -> ")));
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+    let sample = "pub struct Cli {\n}\nenum Command {}\nfn parse(argv: Vec<u8>) {}\n\
+                  mod report;\nfn report() {}\n";
+    assert_eq!(
+        root_items(sample),
+        BTreeSet::from(["Cli", "Command", "parse"].map(String::from))
+    );
 }

@@ -4,11 +4,9 @@
 
 use std::process::ExitCode;
 
-use clap::CommandFactory;
 use clap::ValueEnum;
 use clap_complete::Shell;
 
-use crate::Cli;
 use crate::args::spec::Spec;
 use crate::args::{Table, Words};
 use crate::error::CliError;
@@ -58,14 +56,15 @@ impl Table for CompletionsArgs {
     }
 }
 
-/// Writes the completion script for the shell asked for on standard output.
+/// Writes the completion script for the shell asked for on standard output, from `command`,
+/// clap's description of the whole command (its every subcommand and option).
 ///
 /// # Errors
 /// Standard output cannot be written (exit 1).
-pub fn run(args: CompletionsArgs) -> Result<ExitCode, CliError> {
+pub fn run(args: CompletionsArgs, mut command: clap::Command) -> Result<ExitCode, CliError> {
     let mut script = Vec::new();
     let shell = args.shell.unwrap_or(Shell::Bash);
-    clap_complete::generate(shell, &mut Cli::command(), "counterhal", &mut script);
+    clap_complete::generate(shell, &mut command, "counterhal", &mut script);
     crate::output::emit(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::SUCCESS)
 }

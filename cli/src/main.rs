@@ -219,7 +219,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Info(args) => info::run(*args),
         Command::Check(args) => check::run(*args),
         Command::Serve(args) => serve::run(*args),
-        Command::Completions(args) => completions::run(*args),
+        Command::Completions(args) => completions::run(*args, Cli::command()),
         Command::Version(args) => version::run(*args),
         Command::Script(args) => script::run(*args),
         Command::Jobs(args) => jobs::run(*args),
@@ -370,6 +370,31 @@ mod tests {
                 Ok(super::Command::Serve(_)) if cfg!(not(feature = "serve")) => {}
                 other => panic!("{name} --help: {other:?}"),
             }
+        }
+    }
+
+    /// Oracle: Cargo's features (this build without `serve`, as `cargo test -p
+    /// counterhal-cli --no-default-features` builds it): whatever the arguments, `serve`
+    /// answers that there is no exporter, by the feature's name, and exits 1.
+    #[cfg(not(feature = "serve"))]
+    #[test]
+    fn without_its_feature_serve_says_this_build_has_no_exporter() {
+        for words in [&["serve"][..], &["serve", "--listen", ":0", "-e", "cycles"]] {
+            let argv = std::iter::once("counterhal").chain(words.iter().copied());
+            let Ok(super::Cli {
+                command: super::Command::Serve(args),
+            }) = super::parse(argv.map(std::ffi::OsString::from).collect())
+            else {
+                panic!("{words:?}: any arguments are taken");
+            };
+            let failure = super::serve::run(*args).unwrap_err();
+            assert_eq!(failure.exit_code, 1, "{words:?}");
+            assert_eq!(failure.error.kind(), counterhal::ErrorKind::Unsupported);
+            let said = failure.error.to_string();
+            assert!(
+                said.contains("no exporter") && said.contains("feature"),
+                "{said}"
+            );
         }
     }
 }

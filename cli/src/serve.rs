@@ -433,32 +433,3 @@ pub fn run(_args: ServeCommand) -> Result<ExitCode, CliError> {
         .with_hint("build the command with its default features (`--features serve`)"),
     ))
 }
-
-#[cfg(all(test, not(feature = "serve")))]
-mod tests {
-    use super::*;
-
-    /// Oracle: Cargo's features (this build without `serve`, as `cargo test -p
-    /// counterhal-cli --no-default-features` builds it): whatever the arguments, `serve`
-    /// answers that there is no exporter, by the feature's name, and exits 1.
-    #[test]
-    fn without_its_feature_serve_says_this_build_has_no_exporter() {
-        for words in [&["serve"][..], &["serve", "--listen", ":0", "-e", "cycles"]] {
-            let argv = std::iter::once("counterhal").chain(words.iter().copied());
-            let Ok(crate::Cli {
-                command: crate::Command::Serve(args),
-            }) = crate::parse(argv.map(std::ffi::OsString::from).collect())
-            else {
-                panic!("{words:?}: any arguments are taken");
-            };
-            let failure = run(*args).unwrap_err();
-            assert_eq!(failure.exit_code, 1, "{words:?}");
-            assert_eq!(failure.error.kind(), counterhal::ErrorKind::Unsupported);
-            let said = failure.error.to_string();
-            assert!(
-                said.contains("no exporter") && said.contains("feature"),
-                "{said}"
-            );
-        }
-    }
-}

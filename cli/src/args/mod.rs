@@ -15,6 +15,19 @@ use std::ffi::OsString;
 pub use parser::{Parsed, parse};
 pub use spec::{Action, Spec};
 
+/// `words` (what follows the subcommand's name) read by `T`'s table, for a test that needs a
+/// subcommand's arguments as the command line gives them; a panic names the words where they
+/// are not read as arguments (help asked for, bad input). Its tests are the exporter's, so
+/// it is built with the `serve` feature.
+#[cfg(all(test, feature = "serve"))]
+pub fn read_for_test<T: Table>(words: &[&str]) -> Box<T> {
+    match parse::<T>(words.iter().map(OsString::from)) {
+        Ok(Parsed::Args(args)) => args,
+        Ok(Parsed::Help(flag)) => panic!("{} {words:?}: help ({flag})", T::NAME),
+        Err(error) => panic!("{} {words:?}: {}", T::NAME, error.error),
+    }
+}
+
 /// What a subcommand takes besides its options.
 #[derive(Clone, Copy)]
 pub enum Words {

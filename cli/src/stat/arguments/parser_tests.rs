@@ -4,7 +4,7 @@
 
 use std::ffi::OsString;
 
-use clap::{ArgAction, CommandFactory};
+use clap::ArgAction;
 
 use crate::args::Parsed;
 use crate::args::spec::Action;
@@ -42,9 +42,8 @@ fn refused(words: &[&str]) -> String {
 /// nothing else is: what `--help` says is what the parser reads.
 #[test]
 fn the_table_is_clap_s_description_of_stat() {
-    let mut command = crate::Cli::command();
-    command.build();
-    let stat = command.find_subcommand("stat").expect("stat");
+    let mut stat = crate::args::described::describe::<StatArgs>(clap::Command::new("stat"));
+    stat.build();
     let mut described = 0;
     for arg in stat.get_arguments() {
         let Some(long) = arg.get_long() else {

@@ -316,21 +316,8 @@ mod tests {
             );
         }
         let names = names.join(",");
-        let argv = [
-            "counterhal",
-            "serve",
-            "--rules",
-            "--rules-window",
-            "1m",
-            "-M",
-        ];
-        let argv = argv.into_iter().chain([names.as_str()]);
-        let Ok(crate::Cli {
-            command: crate::Command::Serve(serve),
-        }) = crate::parse(argv.map(std::ffi::OsString::from).collect())
-        else {
-            panic!("serve --rules -M {names:?} is not read");
-        };
+        let words = ["--rules", "--rules-window", "1m", "-M", names.as_str()];
+        let serve = crate::args::read_for_test::<crate::serve::ServeCommand>(&words);
         let rules = counterhal_serve::rules(&serve.serve, &context).unwrap();
         // The exporter's counters over the minute: from 0 to each reading.
         let mut test = String::from(
