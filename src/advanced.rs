@@ -17,9 +17,11 @@
 //! [`BackendTarget`] (one thread, process or CPU, where a [`Target`] may stand for several:
 //! [`backend_targets`]), a backend's [`Capabilities`] (what
 //! [`Chosen::capabilities`](crate::Chosen::capabilities) returns), and the [`Term`]s and
-//! [`Encoding`]s a [`ResolvedEvent`](crate::ResolvedEvent) is made of. Programming a backend
-//! target yourself (`Backend::open`) is the `counterhal-hal` crate's, a backend author's
-//! vocabulary documented there.
+//! [`Encoding`]s a [`ResolvedEvent`](crate::ResolvedEvent) is made of, and the backend's
+//! traits: [`DynBackend`], the trait object an [`AnyBackend`] holds, and [`Backend`], the
+//! bound of [`query`](crate::query). Programming a backend target yourself
+//! ([`Backend::open`]) is the `counterhal-hal` crate's, a backend author's vocabulary (what
+//! [`Backend::extensions`] returns among it) documented there.
 
 pub use crate::attach::MultiSet;
 use crate::attach::Target;
@@ -30,8 +32,9 @@ pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};
 use counterhal_hal::Result;
 pub use counterhal_hal::{
-    Accepts, BackendTarget, Capabilities, CounterSet, DeviceKind, Encoding, EventRequest, Evtsel,
-    ExcludeBits, ExtraMsr, Family, P5Cesr, PerfAttr, Scope, SharedRead, Sign, TargetSupport, Term,
+    Accepts, Backend, BackendTarget, Capabilities, CounterSet, DeviceKind, DynBackend, Encoding,
+    EventRequest, Evtsel, ExcludeBits, ExtraMsr, Family, P5Cesr, PerfAttr, Scope, SharedRead, Sign,
+    TargetSupport, Term,
 };
 use counterhal_system::System;
 
