@@ -51,7 +51,9 @@ pub(crate) fn model_hint() -> String {
     }
 }
 
-/// Whether this build holds the shipped metrics (the `metrics` feature).
+/// Whether this build holds the shipped metrics (the `metrics` feature; the tables' writer
+/// compiles the metrics' code without them).
+#[cfg(any(feature = "metrics", feature = "table-writer"))]
 pub(crate) const METRICS_BUILT: bool = cfg!(feature = "metrics");
 
 /// Whether this build can hold a CPU model: shipped ones (`x86-models`, `arm-models`) or the

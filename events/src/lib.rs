@@ -11,6 +11,9 @@ mod descriptions;
 mod domain;
 mod encode;
 mod error;
+// The metrics' formulas (their parser and evaluator) and the metrics themselves: the
+// `metrics` feature's, and the shipped tables' writer's.
+#[cfg(any(feature = "metrics", feature = "table-writer"))]
 pub mod expression;
 mod fast_map;
 // libpfm4's grammar and tables, which are the x86 models' (`libpfm4/left_out.rs` answers for
@@ -24,6 +27,7 @@ pub mod limits;
 pub mod listing;
 #[cfg(feature = "events-file")]
 mod loader;
+#[cfg(any(feature = "metrics", feature = "table-writer"))]
 mod metrics;
 mod model;
 pub mod model_aliases;
@@ -47,8 +51,10 @@ pub use database::{
 };
 pub use descriptions::{DESCRIPTIONS_ENV, DescriptionsRead};
 pub use error::{EventError, EventErrorKind};
+#[cfg(any(feature = "metrics", feature = "table-writer"))]
 #[doc(hidden)]
 pub use metrics::shipped_metrics_lookups_on_this_thread;
+#[cfg(any(feature = "metrics", feature = "table-writer"))]
 pub use metrics::{
     Metric, MetricAlias, MetricTable, Threshold, metric_alias, metric_aliases, parse_metrics,
     shipped_metric_models, shipped_metrics,

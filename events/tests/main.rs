@@ -5,6 +5,8 @@ mod amd_host_guest;
 mod any_thread;
 mod arm64;
 mod common;
+// The metrics' formulas and files: the `metrics` feature's.
+#[cfg(feature = "metrics")]
 mod deep_input;
 mod descriptions;
 mod detection;
@@ -27,6 +29,7 @@ mod libpfm_names;
 mod libpfm_sweep;
 mod libpfm_validate;
 mod load_cost;
+#[cfg(feature = "metrics")]
 mod metrics;
 mod model_aliases;
 mod names;
