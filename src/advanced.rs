@@ -26,7 +26,7 @@
 pub use crate::attach::MultiSet;
 use crate::attach::Target;
 pub use crate::chosen::AnyBackend;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "command"))]
 pub use crate::command::{CountedCommand, Follow};
 pub use crate::set::trial_for_add;
 pub use crate::shared_read::{READS_AT_ONCE, SharedReadError, SharedReads};

@@ -4,9 +4,9 @@
 use counterhal_hal::{Backend, DynBackend};
 
 use crate::attach::Target;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "command"))]
 use crate::command::CommandCount;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "command"))]
 use crate::command::{CountedCommand, Follow};
 use crate::context::Context;
 use crate::group::AnyGroup;
@@ -193,7 +193,7 @@ impl Chosen {
     /// [`CountedCommand::launch`](CountedCommand::launch) and its `start` and
     /// `wait`; [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for a name given
     /// twice.
-    #[cfg(unix)]
+    #[cfg(all(unix, feature = "command"))]
     pub fn count_command(
         &self,
         names: &[&str],
@@ -214,7 +214,7 @@ impl Chosen {
     ///
     /// # Errors
     /// As [`count_command`](Chosen::count_command), but for the command's start and end.
-    #[cfg(unix)]
+    #[cfg(all(unix, feature = "command"))]
     pub fn launch_command(
         &self,
         names: &[&str],

@@ -121,7 +121,7 @@ pub use counterhal_hal::{
 };
 /// Launching the measured command on Unix (what [`Chosen::count_command`] takes), and how it
 /// ended (what a [`CommandCount`] holds).
-#[cfg(unix)]
+#[cfg(all(unix, feature = "command"))]
 pub use counterhal_process::{ChildExit, Launch};
 
 /// Timers beside the counters: real and CPU time in nanoseconds, the TSC where it is a clock.
@@ -148,10 +148,10 @@ mod attach;
 mod cgroup_counter;
 pub mod cgroups;
 mod chosen;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "command"))]
 mod command;
 mod context;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "command"))]
 mod control;
 #[cfg(feature = "criterion")]
 pub mod criterion;
@@ -170,10 +170,10 @@ mod shared_read;
 
 pub use attach::{Place, Target, online_cpus};
 pub use chosen::{Chosen, PartialSet};
-#[cfg(unix)]
+#[cfg(all(unix, feature = "command"))]
 pub use command::CommandCount;
 pub use context::Context;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "command"))]
 pub use control::{Control, ControlCommand};
 pub use group::AnyGroup;
 pub use open::split_event_list;

@@ -5,8 +5,8 @@
 //! kernel those events count user space only, as `perf stat` falls back, with a note.
 
 use counterhal_hal::{
-    Backend, BackendTarget, Capabilities, Domain, Encoding, Error, ErrorKind, EventRequest,
-    EventSet, OpenOptions, ResolvedEvent, Result, Term, user_space_note,
+    Backend, Capabilities, Domain, Encoding, Error, ErrorKind, EventRequest, EventSet, OpenOptions,
+    ResolvedEvent, Result, Term, user_space_note,
 };
 
 use crate::attach::MultiSet;
@@ -99,11 +99,13 @@ where
 ///
 /// # Errors
 /// As [`in_domain`].
+#[cfg(all(unix, feature = "command"))]
 pub(crate) fn countable_here<B: Backend + ?Sized>(
     backend: &B,
     events: Vec<ResolvedEvent>,
     options: &OpenOptions,
 ) -> Result<(Vec<ResolvedEvent>, Option<String>)> {
+    use counterhal_hal::{BackendTarget, Countable, countable_form};
     if let Some(domain) = options.domain {
         return Ok((in_domain(backend.capabilities(), events, domain)?, None));
     }
@@ -112,7 +114,7 @@ pub(crate) fn countable_here<B: Backend + ?Sized>(
     }
     // Where a software clock counting the kernel opens, nothing is refused for that reason.
     let permitted = backend.resolve("task-clock").is_ok_and(|clock| {
-        counterhal_hal::countable_form(backend, &clock, &BackendTarget::ThisThread)
+        countable_form(backend, &clock, &BackendTarget::ThisThread)
             .is_ok_and(|form| form.kernel_refused.is_none())
     });
     if permitted {
@@ -122,9 +124,9 @@ pub(crate) fn countable_here<B: Backend + ?Sized>(
     let mut reason = None;
     let events = events
         .into_iter()
-        .map(|event| {
-            match counterhal_hal::countable_form(backend, &event, &BackendTarget::ThisThread) {
-                Ok(counterhal_hal::Countable {
+        .map(
+            |event| match countable_form(backend, &event, &BackendTarget::ThisThread) {
+                Ok(Countable {
                     event: user,
                     kernel_refused: Some(refused),
                 }) => {
@@ -133,8 +135,8 @@ pub(crate) fn countable_here<B: Backend + ?Sized>(
                     user
                 }
                 _ => event,
-            }
-        })
+            },
+        )
         .collect();
     let note = reason.map(|refused| user_space_note(&fell_back, &refused));
     Ok((events, note))

@@ -29,7 +29,7 @@
 
 pub use crate::attach::{Place, Target, online_cpus};
 pub use crate::chosen::Chosen;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "command"))]
 pub use crate::command::CommandCount;
 pub use crate::group::AnyGroup;
 pub use crate::sampling::AnySampler;

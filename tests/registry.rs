@@ -66,13 +66,14 @@ fn the_default_features_are_the_registrys_backends() {
         .collect();
     // The facade's default leaves out the readers of the user's files, the device models and
     // the backend that programs the PMU's registers itself.
-    // It has the named regions too, a part of the facade alone (the C API asks for them).
+    // It has the named regions and the counted commands too, parts of the facade alone (the
+    // C API asks for them).
     let facade_default: BTreeSet<String> = (parts.iter())
         .filter(|p| {
             !readers.contains(&p.as_str()) && !["device-models", "msr"].contains(&p.as_str())
         })
         .cloned()
-        .chain(["regions".to_string()])
+        .chain(["regions", "command"].map(String::from))
         .collect();
     assert_eq!(
         default(&facade),

@@ -1,4 +1,5 @@
-//! The capabilities a build leaves out with a Cargo feature (`sampling`, `cgroup-counter`):
+//! The capabilities a build leaves out with a Cargo feature (`sampling`, `cgroup-counter`,
+//! `command`):
 //! the backend still answers for them, with an error naming the feature, so that a caller is
 //! told what to build rather than that Linux cannot do it.
 
@@ -55,8 +56,7 @@ impl counterhal_hal::SharedCapability for LinuxBackend {
 }
 
 /// The error for `what`, left out of this build with `feature`.
-#[cfg(not(all(feature = "sampling", feature = "cgroup-counter")))]
-fn left_out(what: &str, feature: &str) -> Error {
+pub(crate) fn left_out(what: &str, feature: &str) -> Error {
     Error::unsupported(format!(
         "{what} is left out of this build of the linux backend: it needs counterhal's `{feature}` feature"
     ))

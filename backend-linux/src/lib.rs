@@ -31,7 +31,7 @@ cfg_if::cfg_if! {
         mod errno;
         mod exec;
         mod group;
-        #[cfg(not(all(feature = "sampling", feature = "cgroup-counter")))]
+        #[cfg(not(all(feature = "sampling", feature = "cgroup-counter", feature = "command")))]
         mod left_out;
         pub mod rdpmc;
         #[cfg(feature = "sampling")]
@@ -52,6 +52,7 @@ cfg_if::cfg_if! {
         };
         pub use backend::assemble::{on_sysfs, probe};
         pub use raw::{RawFormat, raw_attr};
+        #[cfg(feature = "command")]
         pub use counterhal_process::{ChildExit, ForwardSignals, WaitingChild};
         pub use errno::{EventClass, OpenAttempt, Operation, SystemFacts, map_errno};
         pub use group::LinuxGroup;
