@@ -825,6 +825,18 @@ mod tests {
         for outside in ["/tx/a", "/t/./a", "/t//a", "/u/a", "/t/a/.."] {
             assert_eq!(parents("/t", outside), None, "{outside}");
         }
+        // A root named through a link (as `/sys/kernel/debug/tracing` may be) is followed, as
+        // it is named; below it, no link is.
+        let named = scratch("at-named");
+        symlink(&dir, named.join("root")).unwrap();
+        let root = named.join("root");
+        let tree = Tree::at(&root, "tracefs");
+        assert_eq!(tree.load(&root.join("a/b/id"), 64).unwrap(), b"7\n");
+        for linked in ["link/b/id", "a/id"] {
+            let error = tree.load(&root.join(linked), 64).unwrap_err();
+            assert_eq!(refused_in(&error).unwrap().why(), &Why::Link, "{linked}");
+        }
+        fs::remove_dir_all(&named).unwrap();
         fs::remove_dir_all(&dir).unwrap();
     }
 
