@@ -91,26 +91,30 @@ pub const SHORT_NAMES: &[(&str, &str)] = &[
 ];
 
 /// `text` as aliases are compared: lower case, without `-`, `_` and `.`.
-fn key(text: &str) -> String {
+fn key(text: &str) -> impl Iterator<Item = char> + '_ {
     text.chars()
         .filter(|c| !matches!(c, '-' | '_' | '.'))
         .map(|c| c.to_ascii_lowercase())
-        .collect()
+}
+
+/// Whether `a` and `b` are the same alias ([`key`]), compared without making either's key:
+/// a model named at start-up is compared with every row of both tables.
+fn same(a: &str, b: &str) -> bool {
+    key(a).eq(key(b))
 }
 
 /// The model id `name` stands for in [`PERF_DIRECTORIES`] or [`SHORT_NAMES`], if any.
 pub fn model_for_alias(name: &str) -> Option<&'static str> {
-    let wanted = key(name);
     let directory = |name: &str| {
         PERF_DIRECTORIES
             .iter()
-            .find(|(d, _)| key(d) == key(name))
+            .find(|(d, _)| same(d, name))
             .map(|&(_, id)| id)
     };
-    directory(&wanted).or_else(|| {
+    directory(name).or_else(|| {
         SHORT_NAMES
             .iter()
-            .find(|(short, _)| key(short) == wanted)
+            .find(|(short, _)| same(short, name))
             .and_then(|&(_, dir)| directory(dir))
     })
 }
@@ -152,7 +156,7 @@ mod tests {
                 "{short}: {dir}"
             );
             assert!(
-                !PERF_DIRECTORIES.iter().any(|(d, _)| key(d) == key(short)),
+                !PERF_DIRECTORIES.iter().any(|(d, _)| same(d, short)),
                 "{short} repeats a directory"
             );
         }
