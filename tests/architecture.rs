@@ -420,16 +420,11 @@ fn libpapi_keeps_its_state_in_one_value() {
         statics.len(),
         names.join("\n")
     );
-    let silent: Vec<&str> = statics
-        .iter()
-        .filter(|(_, says_why)| !says_why)
-        .map(|(s, _)| s.as_str())
-        .collect();
-    assert!(
-        silent.is_empty(),
-        "statics without a comment above saying why they must be static (\"Static: ...\", \
-         or why a thread-local):\n{}",
-        silent.join("\n")
+    each_says_why(
+        statics
+            .iter()
+            .filter(|(_, says_why)| !says_why)
+            .map(|(s, _)| s.as_str()),
     );
     // The reading finds each kind, arrays of a struct of atomics included, and the comment.
     let sample = "struct Slot {\n    armed: AtomicBool,\n}\nstruct Plain {\n    n: u32,\n}\n\
@@ -479,11 +474,18 @@ fn the_linux_backend_keeps_its_state_in_values() {
         "backend-linux/src's statics with interior mutability: keep new state in the backend \
          value instead: {statics:?}"
     );
-    let silent: Vec<&str> = statics
-        .iter()
-        .filter(|(.., says_why)| !says_why)
-        .map(|(_, at, _)| at.as_str())
-        .collect();
+    each_says_why(
+        statics
+            .iter()
+            .filter(|(.., says_why)| !says_why)
+            .map(|(_, at, _)| at.as_str()),
+    );
+}
+
+/// Fails naming the statics in `silent`, those without a comment above saying why they must
+/// be static.
+fn each_says_why<'s>(silent: impl Iterator<Item = &'s str>) {
+    let silent: Vec<&str> = silent.collect();
     assert!(
         silent.is_empty(),
         "statics without a comment above saying why they must be static (\"Static: ...\", \
