@@ -502,9 +502,13 @@ impl counterhal_hal::EventListing for LinuxBackend {
 
     /// The dynamic PMUs' event aliases (`msr/tsc/`) and the tracepoints
     /// (`syscalls:sys_enter_getpid`).
-    fn own_events(&self) -> Vec<(String, String)> {
-        let mut events = pmus::aliases(&self.pmus);
-        events.extend(topdown::names(self.cpu.as_deref().unwrap_or_default()));
+    fn own_events(&self) -> Vec<counterhal_hal::OwnEvent> {
+        let named = pmus::aliases(&self.pmus)
+            .into_iter()
+            .chain(topdown::names(self.cpu.as_deref().unwrap_or_default()));
+        let mut events: Vec<_> = named
+            .map(|(name, description)| counterhal_hal::OwnEvent::named(name, description))
+            .collect();
         events.extend(tracepoints::list(
             &self.system,
             &self.tracefs,

@@ -2,10 +2,12 @@
 //! `counterhal_system::System` answers with (this module reads no file itself).
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use counterhal_hal::{Error, ErrorKind, PerfAttr, Result};
+use counterhal_hal::{
+    Encoding, Error, ErrorKind, EventRequest, OwnEvent, PerfAttr, ResolvedEvent, Result,
+};
 use counterhal_system::{System, Tracefs, TracefsState};
 
 use crate::sys::TYPE_TRACEPOINT;
@@ -190,10 +192,11 @@ pub fn looks_like_tracepoint(name: &str) -> bool {
     split_tracepoint(name).is_some()
 }
 
-/// Every tracepoint of `system`'s tracefs, as `subsystem:event`, sorted; empty when it is not
-/// mounted (or readable). With `mount`, tracefs is mounted first where perf would
-/// ([`Found::mount_if_absent`]).
-pub fn list(system: &System, found: &Found, mount: bool) -> Vec<(String, String)> {
+/// Every tracepoint of `system`'s tracefs, as `subsystem:event`, sorted, each with its
+/// encoding as [`resolve`] gives it where its `id` was read (else a listing resolves it by
+/// name, and says why it cannot); empty when tracefs is not mounted (or readable). With
+/// `mount`, tracefs is mounted first where perf would ([`Found::mount_if_absent`]).
+pub fn list(system: &System, found: &Found, mount: bool) -> Vec<OwnEvent> {
     if mount {
         found.mount_if_absent(system);
     }
@@ -203,7 +206,20 @@ pub fn list(system: &System, found: &Found, mount: bool) -> Vec<(String, String)
     tracefs
         .tracepoints()
         .into_iter()
-        .map(|name| (name, "tracepoint".to_string()))
+        .map(|(name, id)| {
+            // As `resolve` reads the name: a tracepoint, no modifier.
+            let plain = split_tracepoint(&name).is_some_and(|parts| parts.modifiers.is_empty());
+            let resolved = id.ok().filter(|_| plain).and_then(|text| {
+                let attr = encoding(&name, &text, "", PathBuf::new).ok()?;
+                let request = EventRequest::new(name.as_str(), Encoding::Perf(attr));
+                Some(ResolvedEvent::single(request))
+            });
+            OwnEvent {
+                name,
+                description: "tracepoint".to_string(),
+                resolved,
+            }
+        })
         .collect()
 }
 
@@ -248,6 +264,20 @@ pub fn resolve(
             ));
         }
     };
+    encoding(name, &text, parts.modifiers, id_path).map(Some)
+}
+
+/// Tracepoint `name`'s encoding: type 2, its config the id `text` holds, `modifiers` applied.
+///
+/// # Errors
+/// [`ErrorKind::InvalidEvent`] where `text` is no id (naming the file at `id_path`) or a
+/// modifier is not one a tracepoint takes.
+fn encoding(
+    name: &str,
+    text: &str,
+    modifiers: &str,
+    id_path: impl Fn() -> PathBuf,
+) -> Result<PerfAttr> {
     let id: u64 = text.trim().parse().map_err(|_| {
         Error::invalid_event(format!(
             "{name}: malformed tracepoint id in {}",
@@ -257,9 +287,9 @@ pub fn resolve(
     let mut encoding = PerfAttr::new(TYPE_TRACEPOINT, id);
     encoding.pmu = Some("tracepoint".to_string());
     // `p` (precise) means nothing to a tracepoint; perf accepts and ignores it.
-    let modifiers: String = parts.modifiers.chars().filter(|c| *c != 'p').collect();
+    let modifiers: String = modifiers.chars().filter(|c| *c != 'p').collect();
     crate::pmus::apply_modifiers(name, &modifiers, &mut encoding)?;
-    Ok(Some(encoding))
+    Ok(encoding)
 }
 
 fn did_you_mean(names: &[String]) -> String {

@@ -275,7 +275,8 @@ fn check(spec: &TreeSpec) -> Result<(), String> {
             .contains(&SECRET.to_ascii_lowercase())
     };
     let mut problems = Vec::new();
-    for (name, text) in backend.own_events() {
+    for own in backend.own_events() {
+        let (name, text) = (own.name, own.description);
         if text.len() > 1024 {
             problems.push(format!("list gives {name} {} bytes of text", text.len()));
         }

@@ -228,6 +228,67 @@ fn getpid_tracepoint_counts_exactly() {
     }
 }
 
+/// The tracepoints a listing names are the kernel's, each found with its `id` resolving as
+/// its name does. Oracle: Linux 6.18's tracefs, walked here with `std::fs` alone (every
+/// `events/SUBSYSTEM/EVENT/` holding an `id`: ftrace's own events have none), and each `id`'s
+/// number read from it.
+#[test]
+fn listed_tracepoints_are_the_kernels_and_resolve_as_named() {
+    let root = match counterhal_conformance::fixtures::tracefs_mounted() {
+        Ok(root) => root,
+        Err((need, why)) => skip!(need, "{why}"),
+    };
+    let events = std::path::Path::new(root).join("events");
+    let mut kernel = Vec::new();
+    for subsystem in std::fs::read_dir(&events).unwrap().flatten() {
+        let Ok(dirs) = std::fs::read_dir(subsystem.path()) else {
+            continue;
+        };
+        for event in dirs.flatten() {
+            if let Ok(id) = std::fs::read_to_string(event.path().join("id")) {
+                let name = format!(
+                    "{}:{}",
+                    subsystem.file_name().to_string_lossy(),
+                    event.file_name().to_string_lossy()
+                );
+                kernel.push((name, id.trim().parse::<u64>().unwrap()));
+            }
+        }
+    }
+    kernel.sort_unstable();
+    assert!(kernel.len() > 100, "{} tracepoints", kernel.len());
+    let linux = backend();
+    let listed: Vec<_> = counterhal_hal::EventListing::own_events(&linux)
+        .into_iter()
+        .filter(|own| own.description == "tracepoint")
+        .collect();
+    let mut names: Vec<(String, u64)> = listed
+        .iter()
+        .map(|own| {
+            let resolved = own
+                .resolved
+                .as_ref()
+                .unwrap_or_else(|| panic!("{}", own.name));
+            let counterhal_hal::Encoding::Perf(attr) = &resolved.terms[0].request.encoding else {
+                panic!("{}: {resolved:?}", own.name);
+            };
+            assert_eq!(attr.type_, 2, "{}", own.name);
+            (own.name.clone(), attr.config)
+        })
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, kernel);
+    for own in &listed {
+        let by_name = linux.resolve(&own.name).unwrap();
+        assert_eq!(
+            format!("{by_name:?}"),
+            format!("{:?}", own.resolved.as_ref().unwrap()),
+            "{}",
+            own.name
+        );
+    }
+}
+
 /// SET_FILTER on the getpid tracepoint: `common_pid == 1` (init, not us) lets nothing through
 /// while this thread calls getpid; a filter on this thread's id lets every call through.
 #[test]

@@ -8,7 +8,7 @@ use crate::cgroups::CgroupCapability;
 use crate::encoding::EventRequest;
 use crate::error::Result;
 use crate::event_set::{EventSet, open_set};
-use crate::extensions::{EventListing, Extensions, PmuBox};
+use crate::extensions::{EventListing, Extensions, OwnEvent, PmuBox};
 use crate::generalized::GeneralizedEvent;
 use crate::resolved::ResolvedEvent;
 use crate::sampling::SamplingCapability;
@@ -44,7 +44,7 @@ pub trait BackendExt: Backend {
     }
 
     /// The names only this backend knows, with a few words each; empty where it lists none.
-    fn own_events(&self) -> Vec<(String, String)> {
+    fn own_events(&self) -> Vec<OwnEvent> {
         self.extensions()
             .listing
             .map(EventListing::own_events)

@@ -20,8 +20,32 @@ pub trait EventListing {
     fn generalized(&self) -> Vec<GeneralizedEvent>;
 
     /// The names only this backend knows, with a few words each (on Linux: tracepoints and
-    /// the dynamic PMUs' event aliases).
-    fn own_events(&self) -> Vec<(String, String)>;
+    /// the dynamic PMUs' event aliases), and what each resolves to where finding the name
+    /// told that already (a tracepoint's `id` is read to list it).
+    fn own_events(&self) -> Vec<OwnEvent>;
+}
+
+/// A name only a backend knows, as it lists it ([`EventListing::own_events`]).
+#[derive(Clone, Debug)]
+pub struct OwnEvent {
+    /// The name, as [`Backend::resolve`](crate::Backend::resolve) takes it.
+    pub name: String,
+    /// A few words on it.
+    pub description: String,
+    /// What `name` resolves to, where the backend found that in listing it; `None`: a
+    /// listing resolves the name.
+    pub resolved: Option<ResolvedEvent>,
+}
+
+impl OwnEvent {
+    /// `name` with `description`, to be resolved by name.
+    pub fn named(name: impl Into<String>, description: impl Into<String>) -> Self {
+        OwnEvent {
+            name: name.into(),
+            description: description.into(),
+            resolved: None,
+        }
+    }
 }
 
 /// Where a count over every CPU opens an event, where its PMU says so.

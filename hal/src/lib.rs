@@ -71,7 +71,7 @@ pub use encoding::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use event_set::{Countable, EventSet, countable_form, open_set, user_space_note};
-pub use extensions::{EventListing, Extensions, PmuBox, PmuEvent, PmuTopology};
+pub use extensions::{EventListing, Extensions, OwnEvent, PmuBox, PmuEvent, PmuTopology};
 pub use generalized::{
     CacheEvent, CacheLevel, CacheOp, CacheResult, GeneralizedEvent, HardwareEvent, Preset,
     SoftwareEvent,

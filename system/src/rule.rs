@@ -286,16 +286,30 @@ impl Tree {
     /// `InvalidInput` where it leads out of the tree or is no regular file, `InvalidData`
     /// where it holds more than `most` bytes.
     pub(crate) fn load(&self, path: &Path, most: usize) -> io::Result<Vec<u8>> {
-        let not_regular = || self.refusal(path, Why::NotRegular);
         let located = self.locate(path)?;
         let meta = self.look(path, &located)?;
+        self.load_looked(path, &located, &meta, !self.follows_last(path), most)
+    }
+
+    /// The bytes of `located` (`path` located and looked at, `meta`), read as [`Tree::load`]
+    /// reads them: a link or no regular file refused before the open and again after it, a
+    /// link in the last part refused by the open too where `no_follow`.
+    fn load_looked(
+        &self,
+        path: &Path,
+        located: &Path,
+        meta: &fs::Metadata,
+        no_follow: bool,
+        most: usize,
+    ) -> io::Result<Vec<u8>> {
+        let not_regular = || self.refusal(path, Why::NotRegular);
         if meta.file_type().is_symlink() {
             return Err(self.refusal(path, Why::Link));
         }
         if !meta.is_file() {
             return Err(not_regular());
         }
-        let file = match open_nonblocking(&located, !self.follows_last(path)) {
+        let file = match open_nonblocking(located, no_follow) {
             Ok(file) => file,
             // `O_NOFOLLOW`'s answer where the last part is a link.
             #[cfg(unix)]
@@ -395,12 +409,21 @@ impl Tree {
             .unwrap_or_default()
     }
 
-    /// The names of the directories in the directory `dir` (no link followed) that hold a
-    /// regular file `file` (looked at without following a link), sorted; none where `dir`
-    /// does not exist or leads out of the tree. One look for each directory, as tracefs's
-    /// thousands of `events/SUBSYSTEM/EVENT/id` want.
+    /// For each directory in the directory `dir` whose `file` is a regular file, its name and
+    /// that file's bytes, at most `most` of them, read as [`Tree::load`] reads a file (or why
+    /// they could not be), sorted by name; none where `dir` does not exist or leads out of the
+    /// tree. No link is followed below `dir`: its directories are those its listing shows as
+    /// directories, and a `file` that is a link, a FIFO or a device is left out unopened.
+    /// `dir` is looked at once and each directory in it once, in the listing, where a
+    /// [`Tree::load`] of each path looks at every part of it again: tracefs's thousands of
+    /// `events/SUBSYSTEM/EVENT/id` are one look, one open and one read each.
     #[cfg(unix)]
-    pub(crate) fn subdirectories_holding(&self, dir: &Path, file: &str) -> Vec<String> {
+    pub(crate) fn load_in_subdirectories(
+        &self,
+        dir: &Path,
+        file: &str,
+        most: usize,
+    ) -> Vec<(String, io::Result<Vec<u8>>)> {
         let Ok(located) = self.locate_dir(dir) else {
             return Vec::new();
         };
@@ -414,18 +437,21 @@ impl Tree {
         use std::os::unix::ffi::OsStrExt;
         let mut path = located.as_os_str().as_bytes().to_vec();
         let base = path.len();
-        let mut names = utf8(listed);
-        names.retain(|name| {
+        let mut read = Vec::new();
+        for name in utf8(listed) {
             for part in [name.as_bytes(), file.as_bytes()] {
                 path.push(b'/');
                 path.extend_from_slice(part);
             }
-            let file = Path::new(std::ffi::OsStr::from_bytes(&path));
-            let holds = fs::symlink_metadata(file).is_ok_and(|m| m.is_file());
+            let held = Path::new(std::ffi::OsStr::from_bytes(&path));
+            if let Ok(meta) = fs::symlink_metadata(held)
+                && meta.is_file()
+            {
+                read.push((name, self.load_looked(held, held, &meta, true, most)));
+            }
             path.truncate(base);
-            holds
-        });
-        names
+        }
+        read
     }
 
     /// The names in the directory `dir` that `keep` keeps, in the order the directory lists

@@ -103,14 +103,24 @@ impl Tracefs {
                 .is_ok_and(|m| m.is_file())
     }
 
-    /// Every tracepoint with an `id`, as `subsystem:event`, sorted.
-    pub fn tracepoints(&self) -> Vec<String> {
+    /// Every tracepoint with an `id` (a regular file), as `subsystem:event`, sorted, each with
+    /// the text of its `id` as [`TracefsState::tracepoint_id`] reads it, or why it could not be
+    /// read (`PermissionDenied` where this user may not). One listing of each subsystem and
+    /// one look, open and read of each `id`: a listing of the thousands asks no more of the
+    /// kernel than that.
+    pub fn tracepoints(&self) -> Vec<(String, io::Result<String>)> {
         let events = self.events_root();
         let mut found = Vec::new();
         for subsystem in self.tree.subdirectories(events) {
             let dir = events.join(&subsystem);
-            for name in self.tree.subdirectories_holding(&dir, "id") {
-                found.push(format!("{subsystem}:{name}"));
+            for (event, id) in self.tree.load_in_subdirectories(&dir, "id", ID) {
+                let id = id.map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+                // Not `format!`: its machinery costs a thousand instructions a name here.
+                let mut name = String::with_capacity(subsystem.len() + 1 + event.len());
+                name.push_str(&subsystem);
+                name.push(':');
+                name.push_str(&event);
+                found.push((name, id));
             }
         }
         found
@@ -235,9 +245,19 @@ mod tests {
             panic!("the tree is a tracefs");
         };
         assert_eq!(tracefs.root(), dir);
+        // Each with its id as read, the link, the FIFO and the event without an id left out.
+        let listed: Vec<(String, String)> = tracefs
+            .tracepoints()
+            .into_iter()
+            .map(|(name, id)| (name, id.unwrap()))
+            .collect();
+        let want = [
+            ("demo:hello", "123\n"),
+            ("xhci-hcd:xhci_dbg_address", "77\n"),
+        ];
         assert_eq!(
-            tracefs.tracepoints(),
-            ["demo:hello", "xhci-hcd:xhci_dbg_address"]
+            listed,
+            want.map(|(name, id)| (name.to_string(), id.to_string()))
         );
         assert_eq!(tracefs.subsystems(), ["demo", "xhci-hcd"]);
         let mut demo = vec!["hello", "leak", "world"];

@@ -219,8 +219,8 @@ pub fn list_events_with<B: Backend + ?Sized>(
             listed.push(entry(
                 backend,
                 section,
-                name,
-                description.into(),
+                (name, description.into()),
+                None,
                 true,
                 options,
             ));
@@ -252,7 +252,7 @@ pub fn list_events_with<B: Backend + ?Sized>(
             } else {
                 Section::Native
             };
-            let mut item = entry(backend, section, name, description, true, options);
+            let mut item = entry(backend, section, (name, description), None, true, options);
             item.aliases = aliases.into_iter().map(str::to_string).collect();
             item.precise = event.flags.precise || event.unit_masks().iter().any(|u| u.precise);
             item.fields = Some(
@@ -274,13 +274,13 @@ pub fn list_events_with<B: Backend + ?Sized>(
         listed.append(&mut deprecated);
     }
     if let Ok(backend) = backend {
-        for (name, description) in backend.own_events() {
-            if matches(&name, &description) {
+        for own in backend.own_events() {
+            if matches(&own.name, &own.description) {
                 listed.push(entry(
                     Ok(backend),
                     Section::Backend,
-                    name,
-                    description,
+                    (own.name, own.description),
+                    own.resolved,
                     false,
                     options,
                 ));
@@ -336,8 +336,8 @@ fn unit_mask_entry<B: Backend + ?Sized>(
 fn entry<B: Backend + ?Sized>(
     backend: Result<&B, &str>,
     section: Section,
-    name: String,
-    description: String,
+    (name, description): (String, String),
+    found: Option<ResolvedEvent>,
     open: bool,
     options: ListOptions,
 ) -> Listed {
@@ -361,7 +361,8 @@ fn entry<B: Backend + ?Sized>(
             return listed;
         }
     };
-    let event = match backend.resolve(&listed.name) {
+    // What the backend found in listing it, else what the name resolves to.
+    let event = match found.map_or_else(|| backend.resolve(&listed.name), Ok) {
         Ok(event) => event,
         Err(e) => {
             listed.reason = Some(e.to_string());
