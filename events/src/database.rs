@@ -441,10 +441,15 @@ impl Database {
     ///
     /// # Errors
     /// [`counterhal_hal::ErrorKind::InvalidInput`] naming file:line:column and the key, or
-    /// for a file that cannot be read.
+    /// for a file that cannot be read; as [`Database::with_toml_str`] in a build without the
+    /// `events-file` feature, the file left unread (what it holds cannot change the answer).
     pub fn with_user_file(self, path: &Path) -> Result<Database> {
+        let name = path.display().to_string();
+        if !cfg!(feature = "events-file") {
+            return self.with_toml_str(&name, "");
+        }
         let text = read_events_file(path)?;
-        self.with_toml_str(&path.display().to_string(), &text)
+        self.with_toml_str(&name, &text)
     }
 
     /// The shipped database, then the file named by `COUNTERHAL_EVENTS` (if set and not
@@ -779,6 +784,11 @@ mod tests {
         assert!(said.contains(expected), "{said}");
         // The readers of the user's files: without them, an error naming their feature.
         let read = Database::from_toml_str("mine.toml", "[cpu]\nid = \"mine\"\n").map(|_| ());
+        // A file named: refused as the text is, unread (it does not exist).
+        let named = Database::shipped()
+            .unwrap()
+            .with_user_file(Path::new("/nonexistent/mine.toml"))
+            .map(|_| ());
         // A metrics file: its reader is compiled with `metrics` alone.
         #[cfg(any(feature = "metrics", feature = "table-writer"))]
         let metrics = Some(
@@ -790,8 +800,14 @@ mod tests {
             if let Some(metrics) = metrics {
                 assert!(metrics.is_ok(), "{metrics:?}");
             }
+            let named = named.unwrap_err();
+            assert!(
+                named.message().contains("cannot read events file"),
+                "{named}"
+            );
         } else {
-            for error in std::iter::once(read).chain(metrics).map(|r| r.unwrap_err()) {
+            let refused = [read, named].into_iter().chain(metrics);
+            for error in refused.map(|r| r.unwrap_err()) {
                 assert!(
                     error.message().contains("`events-file` feature")
                         && error.message().contains("mine"),
