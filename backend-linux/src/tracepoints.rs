@@ -192,7 +192,7 @@ pub fn looks_like_tracepoint(name: &str) -> bool {
     split_tracepoint(name).is_some()
 }
 
-/// Every tracepoint of `system`'s tracefs, as `subsystem:event`, sorted, each with its
+/// Every tracepoint of `system`'s tracefs, as `subsystem:event`, by subsystem and event, with its
 /// encoding as [`resolve`] gives it where its `id` was read (else a listing resolves it by
 /// name, and says why it cannot); empty when tracefs is not mounted (or readable). With
 /// `mount`, tracefs is mounted first where perf would ([`Found::mount_if_absent`]).

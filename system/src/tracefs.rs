@@ -103,11 +103,11 @@ impl Tracefs {
                 .is_ok_and(|m| m.is_file())
     }
 
-    /// Every tracepoint with an `id` (a regular file), as `subsystem:event`, sorted, each with
-    /// the text of its `id` as [`TracefsState::tracepoint_id`] reads it, or why it could not be
-    /// read (`PermissionDenied` where this user may not). One listing of each subsystem and
-    /// one look, open and read of each `id`: a listing of the thousands asks no more of the
-    /// kernel than that.
+    /// Every tracepoint with an `id` (a regular file), as `subsystem:event`, by subsystem and
+    /// event, each with the text of its `id` as [`Tracefs::tracepoint_id`] reads it, or why it
+    /// could not be read (`PermissionDenied` where this user may not). One listing of each
+    /// subsystem and one look, open and read of each `id`: a listing of the thousands asks no
+    /// more of the kernel than that.
     pub fn tracepoints(&self) -> Vec<(String, io::Result<String>)> {
         let events = self.events_root();
         let mut found = Vec::new();
