@@ -57,19 +57,13 @@ pub fn run_all(
     reports
 }
 
-/// This machine's name where the kernel has none to tell: the file `hostname(5)` describes.
-fn etc_hostname() -> Option<String> {
-    let name = std::fs::read_to_string("/etc/hostname").ok()?;
-    Some(name.trim().to_string()).filter(|n| !n.is_empty())
-}
-
 /// The JSON document `counterhal check --json` writes: the machine, OS, CPU, and per backend
 /// and device kind, each case's result and reason.
 pub fn json_report(context: &Context, reports: &[Report]) -> Value {
     let system = context.system();
     json!({
         "counterhal": env!("CARGO_PKG_VERSION"),
-        "machine": system.hostname().or_else(etc_hostname),
+        "machine": system.hostname(),
         "os": OS,
         "os_release": system.os_release(),
         "arch": std::env::consts::ARCH,

@@ -551,6 +551,9 @@ fn check_writes_a_json_report() {
     let value: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("JSON report");
     assert_eq!(value["os"], std::env::consts::OS);
+    // Oracle: coreutils' `uname -n`, the kernel's node name, which procfs shows too.
+    let uname = Command::new("uname").arg("-n").output().unwrap();
+    assert_eq!(value["machine"], stdout(&uname).trim());
     let reports = value["reports"].as_array().unwrap();
     // A report on the models of every backend that has them.
     for registration in counterhal::REGISTRY.iter().filter(|r| r.model.is_some()) {
